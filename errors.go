@@ -1,0 +1,124 @@
+package portico
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the gateway. The edge maps each to a JSON-RPC code and
+// an HTTP status (see docs/errors.md); the text here is for logs.
+var (
+	// ErrKeyMissing means the URL path carries no API key.
+	ErrKeyMissing = errors.New("portico: API key missing")
+	// ErrKeyMalformed means the path segment cannot be an API key.
+	ErrKeyMalformed = errors.New("portico: API key malformed")
+	// ErrKeyUnknown means the key is well formed but not known (or revoked).
+	ErrKeyUnknown = errors.New("portico: API key unknown")
+	// ErrNoUpstream means the network has no node to forward to.
+	ErrNoUpstream = errors.New("portico: no upstream configured")
+	// ErrUpstreamUnavailable means no upstream could be reached or every
+	// upstream answered with a transport-level failure.
+	ErrUpstreamUnavailable = errors.New("portico: upstream unavailable")
+	// ErrUpstreamTimeout means the upstream did not answer in time.
+	ErrUpstreamTimeout = errors.New("portico: upstream timed out")
+)
+
+// ParamsError reports params that break a method's rules. It answers -32602,
+// and its message names the param's position (for positional params) and the
+// field inside it.
+type ParamsError struct {
+	// Position is the 1-based position of the param for positional params,
+	// or 0 when the params are named or the error concerns them all.
+	Position int
+	// Field is the dotted path of the offending field, such as
+	// "config.commitment" or "filter.keys[1][0]"; empty for the params as a
+	// whole.
+	Field string
+	// Reason says what is wrong, in words a caller can act on.
+	Reason string
+}
+
+// Error formats the message a client sees.
+func (e *ParamsError) Error() string {
+	switch {
+	case e.Position > 0 && e.Field != "":
+		return fmt.Sprintf("invalid params: param %d (%s): %s", e.Position, e.Field, e.Reason)
+	case e.Position > 0:
+		return fmt.Sprintf("invalid params: param %d: %s", e.Position, e.Reason)
+	case e.Field != "":
+		return fmt.Sprintf("invalid params: %s: %s", e.Field, e.Reason)
+	}
+	return "invalid params: " + e.Reason
+}
+
+// ErrorCode returns -32602.
+func (e *ParamsError) ErrorCode() int { return -32602 }
+
+// MethodNotFoundError reports a method that is neither in the family's table
+// nor in the network's allowlist.
+type MethodNotFoundError struct {
+	Method string
+}
+
+// Error uses the wording clients of go-ethereum nodes already recognise.
+func (e *MethodNotFoundError) Error() string {
+	return fmt.Sprintf("the method %s does not exist/is not available", e.Method)
+}
+
+// ErrorCode returns -32601.
+func (e *MethodNotFoundError) ErrorCode() int { return -32601 }
+
+// LimitError reports a request that exceeds one of the gateway's size or
+// count limits.
+type LimitError struct {
+	// Limit names the limit: one of the Limit* constants.
+	Limit string
+	// Max is the configured maximum.
+	Max int64
+	// Got is the observed value, or 0 when it is not known (a body is not
+	// read past the limit).
+	Got int64
+}
+
+// Names of the limits a LimitError can report.
+const (
+	LimitBody        = "request body"
+	LimitBatch       = "batch"
+	LimitWSMessage   = "websocket message"
+	LimitConnections = "connections"
+)
+
+// Error describes which limit was hit.
+func (e *LimitError) Error() string {
+	switch e.Limit {
+	case LimitBody:
+		return fmt.Sprintf("request body too large: limit is %d bytes", e.Max)
+	case LimitBatch:
+		return fmt.Sprintf("batch too large: limit is %d calls, got %d", e.Max, e.Got)
+	case LimitWSMessage:
+		return fmt.Sprintf("websocket message too large: limit is %d bytes", e.Max)
+	case LimitConnections:
+		return fmt.Sprintf("too many connections: limit is %d", e.Max)
+	}
+	return fmt.Sprintf("%s limit exceeded: limit is %d", e.Limit, e.Max)
+}
+
+// UpstreamError wraps a failure to get an answer from a network's nodes. Err
+// is ErrUpstreamTimeout, ErrUpstreamUnavailable or ErrNoUpstream, possibly
+// wrapping the cause. Upstream names the node with secrets redacted.
+type UpstreamError struct {
+	Network  string
+	Upstream string
+	Err      error
+}
+
+// Error describes the failure; it may be logged, since Upstream is redacted.
+func (e *UpstreamError) Error() string {
+	if e.Upstream == "" {
+		return fmt.Sprintf("network %s: %v", e.Network, e.Err)
+	}
+	return fmt.Sprintf("network %s: upstream %s: %v", e.Network, e.Upstream, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *UpstreamError) Unwrap() error { return e.Err }

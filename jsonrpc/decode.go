@@ -1,0 +1,231 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Call is one entry of a decoded request body: either a well-formed request,
+// or Err, the error that answers a malformed entry. A malformed entry is
+// answered even when it carries no id, as JSON-RPC 2.0 requires.
+type Call struct {
+	Request
+	Err *Error
+}
+
+// wireRequest receives an envelope with every member kept raw, so that each
+// can be checked and reported on by name.
+type wireRequest struct {
+	JSONRPC jsontext.Value `json:"jsonrpc"`
+	ID      jsontext.Value `json:"id"`
+	Method  jsontext.Value `json:"method"`
+	Params  jsontext.Value `json:"params"`
+}
+
+// Decode splits a request body into its calls. batch reports whether the body
+// was a JSON array. A body that is not JSON at all, or an empty batch, yields a
+// single error that answers the whole body; a malformed entry inside a batch
+// yields a Call with Err set, so the other entries still run.
+func Decode(body []byte) (calls []Call, batch bool, err *Error) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, false, &Error{Code: CodeParseError, Message: "parse error: empty request body"}
+	}
+	if trimmed[0] != '[' {
+		if !jsontext.Value(body).IsValid(jsontext.AllowDuplicateNames(true)) {
+			return nil, false, parseError(body)
+		}
+		return []Call{decodeCall(trimmed)}, false, nil
+	}
+	var items []jsontext.Value
+	// Duplicate names inside an entry are that entry's problem, reported by
+	// decodeCall as an invalid request, not a parse error of the whole body.
+	if e := json.Unmarshal(body, &items, jsontext.AllowDuplicateNames(true)); e != nil {
+		return nil, true, parseError(body)
+	}
+	if len(items) == 0 {
+		return nil, true, &Error{Code: CodeInvalidRequest, Message: "invalid request: empty batch"}
+	}
+	calls = make([]Call, len(items))
+	for i, item := range items {
+		calls[i] = decodeCall(item)
+	}
+	return calls, true, nil
+}
+
+// parseError describes where a body stops being JSON.
+func parseError(body []byte) *Error {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	for {
+		if _, err := dec.ReadToken(); err != nil {
+			if errors.Is(err, io.EOF) {
+				// The body held more than one value, or trailing garbage.
+				return &Error{Code: CodeParseError, Message: "parse error: unexpected data after the JSON value"}
+			}
+			return &Error{Code: CodeParseError, Message: "parse error: " + cleanJSONError(err)}
+		}
+		if dec.StackDepth() == 0 {
+			if _, err := dec.ReadToken(); err != nil && !errors.Is(err, io.EOF) {
+				return &Error{Code: CodeParseError, Message: "parse error: " + cleanJSONError(err)}
+			}
+			return &Error{Code: CodeParseError, Message: "parse error: unexpected data after the JSON value"}
+		}
+	}
+}
+
+// cleanJSONError strips the library prefix so the message reads as ours.
+func cleanJSONError(err error) string {
+	s := err.Error()
+	s = strings.TrimPrefix(s, "jsontext: ")
+	s = strings.TrimPrefix(s, "json: ")
+	return s
+}
+
+// decodeCall checks one entry that is already known to be valid JSON.
+func decodeCall(raw jsontext.Value) Call {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return Call{Err: invalid("want a JSON object, got " + kindName(raw))}
+	}
+	var w wireRequest
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return Call{Err: invalid(cleanJSONError(err))}
+	}
+	var c Call
+	switch {
+	case w.ID == nil:
+	case isIDKind(w.ID):
+		c.ID = w.ID
+	default:
+		return Call{Err: invalid("id must be a string, a number or null, got " + kindName(w.ID))}
+	}
+	switch {
+	case w.JSONRPC == nil:
+		c.Err = invalid(`jsonrpc member is missing, want "2.0"`)
+	case string(w.JSONRPC) != `"2.0"`:
+		c.Err = invalid(`jsonrpc must be "2.0", got ` + abbreviate(w.JSONRPC))
+	case w.Method == nil:
+		c.Err = invalid("method member is missing")
+	case w.Method[0] != '"':
+		c.Err = invalid("method must be a string, got " + kindName(w.Method))
+	}
+	if c.Err != nil {
+		return c
+	}
+	if err := json.Unmarshal(w.Method, &c.Method); err != nil {
+		c.Err = invalid("method: " + cleanJSONError(err))
+		return c
+	}
+	if c.Method == "" {
+		c.Err = invalid("method is empty")
+		return c
+	}
+	switch {
+	case w.Params == nil || string(w.Params) == "null":
+	case w.Params[0] == '[' || w.Params[0] == '{':
+		c.Params = w.Params
+	default:
+		c.Err = invalid("params must be an array or an object, got " + kindName(w.Params))
+	}
+	return c
+}
+
+func invalid(reason string) *Error {
+	return &Error{Code: CodeInvalidRequest, Message: "invalid request: " + reason}
+}
+
+func isIDKind(v jsontext.Value) bool {
+	switch v.Kind() {
+	case '"', '0', 'n':
+		return true
+	}
+	return false
+}
+
+// kindName names the JSON type of a raw value for error messages.
+func kindName(v jsontext.Value) string {
+	switch v.Kind() {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	return "nothing"
+}
+
+// abbreviate quotes a raw value for a message, cut to a readable length.
+func abbreviate(v jsontext.Value) string {
+	const max = 40
+	if len(v) > max {
+		return string(v[:max]) + "…"
+	}
+	return string(v)
+}
+
+// DecodeResponse decodes one response envelope, as sent by an upstream node.
+// Result aliases body: the bytes are checked to be valid JSON but are neither
+// copied nor re-encoded.
+func DecodeResponse(body []byte) (Response, error) {
+	var r Response
+	dec := jsontext.NewDecoder(bytes.NewBuffer(body))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return r, fmt.Errorf("jsonrpc: response is not a JSON object")
+	}
+	var seenVersion bool
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return r, fmt.Errorf("jsonrpc: malformed response: %s", cleanJSONError(err))
+		}
+		name := tok.String() // the token is only valid until the next read
+		val, err := dec.ReadValue()
+		if err != nil {
+			return r, fmt.Errorf("jsonrpc: malformed response: %s", cleanJSONError(err))
+		}
+		switch name {
+		case "jsonrpc":
+			seenVersion = string(val) == `"2.0"`
+		case "id":
+			r.ID = val
+		case "result":
+			r.Result = val
+		case "error":
+			if val.Kind() == 'n' {
+				continue
+			}
+			r.Error = new(Error)
+			if err := json.Unmarshal(val, r.Error); err != nil {
+				return r, fmt.Errorf("jsonrpc: malformed error object in response: %s", cleanJSONError(err))
+			}
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return r, fmt.Errorf("jsonrpc: malformed response: %s", cleanJSONError(err))
+	}
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return r, fmt.Errorf("jsonrpc: unexpected data after the response")
+	}
+	switch {
+	case !seenVersion:
+		return r, fmt.Errorf(`jsonrpc: response lacks "jsonrpc":"2.0"`)
+	case r.Error == nil && r.Result == nil:
+		return r, fmt.Errorf("jsonrpc: response has neither result nor error")
+	case r.Error != nil && r.Result != nil:
+		return r, fmt.Errorf("jsonrpc: response has both result and error")
+	}
+	return r, nil
+}

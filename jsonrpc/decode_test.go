@@ -1,0 +1,169 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name   string
+		body   string
+		batch  bool
+		topErr int // code of an error answering the whole body
+		calls  []Call
+	}{
+		{name: "single", body: `{"jsonrpc":"2.0","id":1,"method":"getBlock","params":[430]}`,
+			calls: []Call{{Request: Request{ID: v(`1`), Method: "getBlock", Params: v(`[430]`)}}}},
+		{name: "string id kept byte for byte", body: `{"jsonrpc":"2.0","id":"a\u0041","method":"m"}`,
+			calls: []Call{{Request: Request{ID: v(`"a\u0041"`), Method: "m"}}}},
+		{name: "number id kept byte for byte", body: `{"jsonrpc":"2.0","id":1.50e3,"method":"m"}`,
+			calls: []Call{{Request: Request{ID: v(`1.50e3`), Method: "m"}}}},
+		{name: "null id is not a notification", body: `{"jsonrpc":"2.0","id":null,"method":"m"}`,
+			calls: []Call{{Request: Request{ID: v(`null`), Method: "m"}}}},
+		{name: "notification", body: `{"jsonrpc":"2.0","method":"m","params":{}}`,
+			calls: []Call{{Request: Request{Method: "m", Params: v(`{}`)}}}},
+		{name: "null params read as absent", body: `{"jsonrpc":"2.0","id":1,"method":"m","params":null}`,
+			calls: []Call{{Request: Request{ID: v(`1`), Method: "m"}}}},
+		{name: "empty body", body: ``, topErr: CodeParseError},
+		{name: "not json", body: `{"jsonrpc":"2.0",`, topErr: CodeParseError},
+		{name: "trailing garbage", body: `{"jsonrpc":"2.0","id":1,"method":"m"} x`, topErr: CodeParseError},
+		{name: "empty batch", body: ` [] `, batch: true, topErr: CodeInvalidRequest},
+		{name: "scalar body", body: `1`, calls: []Call{{Err: &Error{Code: CodeInvalidRequest}}}},
+		{name: "wrong version", body: `{"jsonrpc":"1.0","id":7,"method":"m"}`,
+			calls: []Call{{Request: Request{ID: v(`7`)}, Err: &Error{Code: CodeInvalidRequest}}}},
+		{name: "missing version", body: `{"id":7,"method":"m"}`,
+			calls: []Call{{Request: Request{ID: v(`7`)}, Err: &Error{Code: CodeInvalidRequest}}}},
+		{name: "object id", body: `{"jsonrpc":"2.0","id":{},"method":"m"}`,
+			calls: []Call{{Err: &Error{Code: CodeInvalidRequest}}}},
+		{name: "method not a string", body: `{"jsonrpc":"2.0","id":2,"method":1}`,
+			calls: []Call{{Request: Request{ID: v(`2`)}, Err: &Error{Code: CodeInvalidRequest}}}},
+		{name: "empty method", body: `{"jsonrpc":"2.0","id":2,"method":""}`,
+			calls: []Call{{Request: Request{ID: v(`2`)}, Err: &Error{Code: CodeInvalidRequest}}}},
+		{name: "scalar params", body: `{"jsonrpc":"2.0","id":2,"method":"m","params":"x"}`,
+			calls: []Call{{Request: Request{ID: v(`2`), Method: "m"}, Err: &Error{Code: CodeInvalidRequest}}}},
+		{name: "duplicate member", body: `{"jsonrpc":"2.0","id":2,"id":3,"method":"m"}`,
+			calls: []Call{{Err: &Error{Code: CodeInvalidRequest}}}},
+		{name: "batch with a bad entry", body: `[{"jsonrpc":"2.0","id":1,"method":"a"},2,{"jsonrpc":"2.0","method":"b"}]`, batch: true,
+			calls: []Call{
+				{Request: Request{ID: v(`1`), Method: "a"}},
+				{Err: &Error{Code: CodeInvalidRequest}},
+				{Request: Request{Method: "b"}},
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls, batch, err := Decode([]byte(tt.body))
+			if tt.topErr != 0 {
+				if err == nil || err.Code != tt.topErr {
+					t.Fatalf("want whole-body error %d, got %v", tt.topErr, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error %v", err)
+			}
+			if batch != tt.batch {
+				t.Errorf("batch = %v, want %v", batch, tt.batch)
+			}
+			if len(calls) != len(tt.calls) {
+				t.Fatalf("got %d calls, want %d", len(calls), len(tt.calls))
+			}
+			for i, want := range tt.calls {
+				got := calls[i]
+				if !bytes.Equal(got.ID, want.ID) || (got.ID == nil) != (want.ID == nil) {
+					t.Errorf("call %d: id %q, want %q", i, got.ID, want.ID)
+				}
+				if (got.Err == nil) != (want.Err == nil) {
+					t.Fatalf("call %d: err %v, want %v", i, got.Err, want.Err)
+				}
+				if got.Err != nil {
+					if got.Err.Code != want.Err.Code {
+						t.Errorf("call %d: code %d, want %d", i, got.Err.Code, want.Err.Code)
+					}
+					continue
+				}
+				if got.Method != want.Method || !bytes.Equal(got.Params, want.Params) {
+					t.Errorf("call %d: got %q %s, want %q %s", i, got.Method, got.Params, want.Method, want.Params)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeResponse(t *testing.T) {
+	body := []byte(`{"jsonrpc":"2.0","id":9,"result":{"a":[1,2,{"b":"c"}]}}`)
+	r, err := DecodeResponse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Result) != `{"a":[1,2,{"b":"c"}]}` || string(r.ID) != "9" || r.Error != nil {
+		t.Fatalf("got %+v", r)
+	}
+	r, err = DecodeResponse([]byte(`{"jsonrpc":"2.0","id":9,"error":{"code":-32000,"message":"header not found","data":{"x":1}}}`))
+	if err != nil || r.Error == nil || r.Error.Code != -32000 || r.Error.Message != "header not found" || string(r.Error.Data) != `{"x":1}` {
+		t.Fatalf("got %+v, %v", r, err)
+	}
+	for _, bad := range []string{``, `[]`, `{"id":1,"result":1}`, `{"jsonrpc":"2.0","id":1}`, `{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}}`, `{"jsonrpc":"2.0","id":1,"result":[1,}`, `{"jsonrpc":"2.0","id":1,"result":1} {}`} {
+		if _, err := DecodeResponse([]byte(bad)); err == nil {
+			t.Errorf("DecodeResponse(%q) accepted a malformed response", bad)
+		}
+	}
+}
+
+func TestAppend(t *testing.T) {
+	got := string(AppendError(nil, nil, &Error{Code: -32602, Message: `bad "x"`, Data: v(`{"field":"slot"}`)}))
+	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"bad \"x\"","data":{"field":"slot"}}}`
+	if got != want {
+		t.Errorf("AppendError = %s, want %s", got, want)
+	}
+	if got := string(AppendResult(nil, v(`"x"`), v(`null`))); got != `{"jsonrpc":"2.0","id":"x","result":null}` {
+		t.Errorf("AppendResult = %s", got)
+	}
+	if got := string(AppendRequest(nil, v(`1`), "eth_chainId", nil)); got != `{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}` {
+		t.Errorf("AppendRequest = %s", got)
+	}
+}
+
+// FuzzDecode checks that any body decodes without panicking, and that every
+// error or call it yields can be encoded back into valid JSON.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"getBlock","params":[430,{"encoding":"json"}]}`, `[{"jsonrpc":"2.0","method":"x"},1]`, `[]`, `{`, `"\u0000"`, `{"jsonrpc":"2.0","id":[],"method":"m"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		calls, _, err := Decode(body)
+		if err != nil {
+			if out := AppendError(nil, nil, err); !jsontext.Value(out).IsValid() {
+				t.Fatalf("invalid error encoding %s", out)
+			}
+			return
+		}
+		for _, c := range calls {
+			var out []byte
+			if c.Err != nil {
+				out = AppendError(nil, c.ID, c.Err)
+			} else {
+				out = AppendRequest(nil, c.ID, c.Method, c.Params)
+			}
+			if !jsontext.Value(out).IsValid() {
+				t.Fatalf("invalid encoding %s", out)
+			}
+		}
+	})
+}
+
+func FuzzDecodeResponse(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"a":1}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := DecodeResponse(body)
+		if err == nil && r.Result != nil && !r.Result.IsValid() {
+			t.Fatalf("accepted invalid result %q", r.Result)
+		}
+	})
+}
+
+func v(s string) jsontext.Value { return jsontext.Value(s) }
