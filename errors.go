@@ -21,6 +21,11 @@ var (
 	ErrUpstreamUnavailable = errors.New("portico: upstream unavailable")
 	// ErrUpstreamTimeout means the upstream did not answer in time.
 	ErrUpstreamTimeout = errors.New("portico: upstream timed out")
+	// ErrNetworkUnknown means the Host of a request on the shared listener
+	// names no network.
+	ErrNetworkUnknown = errors.New("portico: unknown network host")
+	// ErrClientTimeout means the client did not send its request in time.
+	ErrClientTimeout = errors.New("portico: client too slow")
 )
 
 // ParamsError reports params that break a method's rules. It answers -32602,

@@ -62,4 +62,11 @@ type Table struct {
 	// DefaultCost is the credit cost of allowlisted methods with no row of
 	// their own.
 	DefaultCost int
+	// Forward is the default allowlist: methods with no row of their own
+	// that are forwarded unchanged at DefaultCost. Config may replace it.
+	Forward []string
+	// AliasPrefixes maps a stand-in prefix to the real one, so that every
+	// method of the family answers under both names: evm_chainId is
+	// eth_chainId when AliasPrefixes is {"evm_": "eth_"}.
+	AliasPrefixes map[string]string
 }

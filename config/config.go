@@ -1,0 +1,391 @@
+// Package config reads Portico's YAML configuration. Loading goes
+// DefaultConfig, then the file (with ${ENV} expansion and strict field
+// checks), then Validate, which names the first bad field.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/apikey"
+)
+
+// Config is the whole configuration of `portico serve`.
+type Config struct {
+	// Listen is the shared listener; each network is found on it by Host.
+	Listen string `yaml:"listen"`
+	// DataDir holds persistent state (dev key, devnet chains). Empty means
+	// nothing persists across restarts.
+	DataDir string `yaml:"data_dir"`
+	// Keys are the accepted API keys. With none, serve makes a dev key.
+	Keys []Key `yaml:"keys"`
+	// Limits bound what one client can send.
+	Limits Limits `yaml:"limits"`
+	// Cache bounds the cache of immutable results.
+	Cache Cache `yaml:"cache"`
+	// Networks are the networks served.
+	Networks []Network `yaml:"networks"`
+	// Log sets the log output.
+	Log Log `yaml:"log"`
+}
+
+// Key is one API key: either the key itself (usually as ${ENV}) or its
+// SHA-256 digest in hex, as `portico keys hash` prints it.
+type Key struct {
+	Name string `yaml:"name"`
+	Key  string `yaml:"key"`
+	Hash string `yaml:"hash"`
+}
+
+// Limits bound requests and connections. Every limit has a clear error
+// when exceeded (docs/errors.md).
+type Limits struct {
+	MaxBodyBytes      int64         `yaml:"max_body_bytes"`
+	MaxBatch          int           `yaml:"max_batch"`
+	MaxWSMessageBytes int64         `yaml:"max_ws_message_bytes"`
+	MaxConnections    int           `yaml:"max_connections"`
+	MaxWSConnections  int           `yaml:"max_ws_connections"`
+	ReadTimeout       time.Duration `yaml:"read_timeout"`
+	WriteTimeout      time.Duration `yaml:"write_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	WSIdleTimeout     time.Duration `yaml:"ws_idle_timeout"`
+}
+
+// Cache configures the cache of results that can never change.
+type Cache struct {
+	MaxBytes uint64 `yaml:"max_bytes"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is text or json.
+	Format string `yaml:"format"`
+}
+
+// Network is one served network.
+type Network struct {
+	// Name identifies the network and gives its default host,
+	// <name>.localhost.
+	Name string `yaml:"name"`
+	// Family selects the method table: solana, evm or starknet.
+	Family portico.Family `yaml:"family"`
+	// Hosts are the Host names that select the network on the shared
+	// listener.
+	Hosts []string `yaml:"hosts"`
+	// Listen is the network's own listener; "off" disables it.
+	Listen string `yaml:"listen"`
+	// Upstreams are the nodes, in order of preference. With none, an
+	// embedded devnet serves the network where the family has one.
+	Upstreams []Upstream `yaml:"upstreams"`
+	// Methods replaces the family's default allowlist of forwarded methods
+	// when set.
+	Methods []string `yaml:"methods"`
+	// Costs overrides credit costs by method name.
+	Costs map[string]int `yaml:"costs"`
+	// DefaultCost is the cost of allowlisted methods without a row; 0 keeps
+	// the family default.
+	DefaultCost int `yaml:"default_cost"`
+	// Timeout bounds a call including failover; AttemptTimeout one node.
+	Timeout        time.Duration `yaml:"timeout"`
+	AttemptTimeout time.Duration `yaml:"attempt_timeout"`
+	// Devnet configures the embedded devnet used when there are no
+	// upstreams.
+	Devnet Devnet `yaml:"devnet"`
+}
+
+// Upstream is one node.
+type Upstream struct {
+	// Name labels the node in logs; default is its redacted URL.
+	Name string `yaml:"name"`
+	// URL is http(s) or ws(s); it may carry secrets and is never logged.
+	URL string `yaml:"url"`
+}
+
+// Devnet configures an embedded devnet.
+type Devnet struct {
+	// Disabled turns the embedded devnet off; calls then fail with "no
+	// upstream".
+	Disabled bool `yaml:"disabled"`
+	// BlockPeriod is the time between blocks.
+	BlockPeriod time.Duration `yaml:"block_period"`
+	// Traffic makes the devnet send transactions of every type.
+	Traffic *bool `yaml:"traffic"`
+	// Accounts is the number of prefunded dev accounts.
+	Accounts int `yaml:"accounts"`
+	// Genesis and ChainRLP start the EVM devnet from a genesis file and
+	// import a chain.
+	Genesis  string `yaml:"genesis"`
+	ChainRLP string `yaml:"chain_rlp"`
+}
+
+// Default names of the built-in networks.
+const (
+	SolanaDevnet   = "solana-devnet"
+	EVMDevnet      = "evm-devnet"
+	StarknetDevnet = "starknet-devnet"
+)
+
+// DefaultListen is the shared listener's default address. The built-in
+// networks' own listeners take the next ports.
+const DefaultListen = "127.0.0.1:8700"
+
+// DefaultConfig returns the configuration `portico serve` runs with when no
+// file is given: the three built-in networks on loopback.
+func DefaultConfig() Config {
+	return Config{
+		Listen: DefaultListen,
+		Limits: Limits{
+			MaxBodyBytes:      5 << 20,
+			MaxBatch:          100,
+			MaxWSMessageBytes: 5 << 20,
+			MaxConnections:    4096,
+			MaxWSConnections:  1024,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      60 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			WSIdleTimeout:     10 * time.Minute,
+		},
+		Cache: Cache{MaxBytes: 64 << 20},
+		Log:   Log{Level: "info", Format: "text"},
+		Networks: []Network{
+			{Name: SolanaDevnet, Family: portico.FamilySolana},
+			{Name: EVMDevnet, Family: portico.FamilyEVM},
+			{Name: StarknetDevnet, Family: portico.FamilyStarknet},
+		},
+	}
+}
+
+// Load reads a config file over the defaults. A file that sets networks
+// replaces the built-in ones.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return Parse(data, os.LookupEnv)
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// Parse decodes YAML over DefaultConfig. ${NAME} is replaced by the
+// environment variable NAME, and an unset variable is an error. Unknown
+// fields are errors.
+func Parse(data []byte, lookup func(string) (string, bool)) (Config, error) {
+	var missing []string
+	data = envRef.ReplaceAllFunc(data, func(m []byte) []byte {
+		name := string(envRef.FindSubmatch(m)[1])
+		v, ok := lookup(name)
+		if !ok {
+			missing = append(missing, name)
+		}
+		return []byte(v)
+	})
+	if len(missing) > 0 {
+		return Config{}, fmt.Errorf("config: environment variable %s is not set", strings.Join(missing, ", "))
+	}
+	cfg := DefaultConfig()
+	defaults := cfg.Networks
+	cfg.Networks = nil
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, errEOF) {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	if cfg.Networks == nil {
+		cfg.Networks = defaults
+	}
+	return cfg, nil
+}
+
+// errEOF is what the decoder returns for an empty document.
+var errEOF = func() error {
+	var v struct{}
+	return yaml.NewDecoder(bytes.NewReader(nil)).Decode(&v)
+}()
+
+// Validate checks the config and names the first bad field.
+func (c *Config) Validate() error {
+	if err := checkAddr("listen", c.Listen); err != nil {
+		return err
+	}
+	for i, k := range c.Keys {
+		field := fmt.Sprintf("keys[%d]", i)
+		switch {
+		case k.Name == "":
+			return fmt.Errorf("config: %s.name: required", field)
+		case (k.Key == "") == (k.Hash == ""):
+			return fmt.Errorf("config: %s: set exactly one of key and hash", field)
+		case k.Key != "" && !apikey.Valid(k.Key):
+			return fmt.Errorf("config: %s.key: must be %d to %d characters of [0-9A-Za-z_-]", field, apikey.MinLength, apikey.MaxLength)
+		case k.Hash != "":
+			if _, err := apikey.ParseHash(k.Hash); err != nil {
+				return fmt.Errorf("config: %s.hash: %v", field, err)
+			}
+		}
+	}
+	l := c.Limits
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"limits.max_body_bytes", l.MaxBodyBytes},
+		{"limits.max_batch", int64(l.MaxBatch)},
+		{"limits.max_ws_message_bytes", l.MaxWSMessageBytes},
+		{"limits.max_connections", int64(l.MaxConnections)},
+		{"limits.max_ws_connections", int64(l.MaxWSConnections)},
+		{"limits.read_timeout", int64(l.ReadTimeout)},
+		{"limits.write_timeout", int64(l.WriteTimeout)},
+		{"limits.idle_timeout", int64(l.IdleTimeout)},
+		{"limits.ws_idle_timeout", int64(l.WSIdleTimeout)},
+	} {
+		if f.v <= 0 {
+			return fmt.Errorf("config: %s: must be positive", f.name)
+		}
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("config: log.level: %q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		return fmt.Errorf("config: log.format: %q is not one of text, json", c.Log.Format)
+	}
+	if len(c.Networks) == 0 {
+		return errors.New("config: networks: at least one network is required")
+	}
+	names := map[string]bool{}
+	hosts := map[string]string{}
+	for i, n := range c.Networks {
+		field := fmt.Sprintf("networks[%d]", i)
+		if !validName(n.Name) {
+			return fmt.Errorf("config: %s.name: %q must be lower-case letters, digits and dashes", field, n.Name)
+		}
+		if names[n.Name] {
+			return fmt.Errorf("config: %s.name: %q is used twice", field, n.Name)
+		}
+		names[n.Name] = true
+		if !n.Family.Valid() {
+			return fmt.Errorf("config: %s.family: %q is not one of solana, evm, starknet", field, n.Family)
+		}
+		for _, h := range n.HostNames() {
+			if other, ok := hosts[h]; ok {
+				return fmt.Errorf("config: %s.hosts: %q is also a host of %s", field, h, other)
+			}
+			hosts[h] = n.Name
+		}
+		if n.Listen != "" && n.Listen != "off" {
+			if err := checkAddr(field+".listen", n.Listen); err != nil {
+				return err
+			}
+		}
+		for j, u := range n.Upstreams {
+			if err := checkUpstream(u.URL); err != nil {
+				return fmt.Errorf("config: %s.upstreams[%d].url: %v", field, j, err)
+			}
+		}
+		for m, cost := range n.Costs {
+			if cost < 0 {
+				return fmt.Errorf("config: %s.costs.%s: must not be negative", field, m)
+			}
+		}
+		if n.DefaultCost < 0 {
+			return fmt.Errorf("config: %s.default_cost: must not be negative", field)
+		}
+		if n.Timeout < 0 || n.AttemptTimeout < 0 {
+			return fmt.Errorf("config: %s.timeout: must not be negative", field)
+		}
+	}
+	return nil
+}
+
+// HostNames returns the Host names of the network, lower-cased, with the
+// default <name>.localhost when none is configured.
+func (n *Network) HostNames() []string {
+	if len(n.Hosts) == 0 {
+		return []string{n.Name + ".localhost"}
+	}
+	out := make([]string, len(n.Hosts))
+	for i, h := range n.Hosts {
+		out[i] = strings.ToLower(h)
+	}
+	return out
+}
+
+// ListenAddr returns the network's own listener address given its index:
+// the configured one, or the shared listener's port plus index+1 (port 0
+// stays 0, so tests get free ports). It returns "" when the network has no
+// listener of its own.
+func (c *Config) ListenAddr(i int) string {
+	n := c.Networks[i]
+	switch n.Listen {
+	case "off":
+		return ""
+	case "":
+	default:
+		return n.Listen
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return ""
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p == 0 {
+		return net.JoinHostPort(host, "0")
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+i+1))
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func checkAddr(field, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("config: %s: %q is not host:port", field, addr)
+	}
+	_ = host
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("config: %s: port %q is not 0 to 65535", field, port)
+	}
+	return nil
+}
+
+func checkUpstream(raw string) error {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return errors.New("must be an http, https, ws or wss URL")
+	}
+	switch raw[:i] {
+	case "http", "https", "ws", "wss":
+	default:
+		return fmt.Errorf("scheme %q is not http, https, ws or wss", raw[:i])
+	}
+	if len(raw) == i+3 {
+		return errors.New("host is missing")
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package gateway
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/porticohq/portico"
+)
+
+// Methods is a network's resolved method table: every name a client may use
+// (real names, the seed's stand-ins, the family's alias prefixes) mapped to
+// the row that serves it, with costs and the allowlist from config applied.
+type Methods struct {
+	byName map[string]*portico.Method
+}
+
+// MethodsConfig adjusts a family table for one network.
+type MethodsConfig struct {
+	// Allow replaces the table's default allowlist when not nil.
+	Allow []string
+	// Costs overrides costs by method name (real name or alias).
+	Costs map[string]int
+	// DefaultCost replaces the table's default cost when positive.
+	DefaultCost int
+}
+
+// NewMethods resolves a family table. It fails when a cost names a method
+// that is neither a row nor allowlisted, since that is a typo in config.
+func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
+	defCost := t.DefaultCost
+	if cfg.DefaultCost > 0 {
+		defCost = cfg.DefaultCost
+	}
+	allow := t.Forward
+	if cfg.Allow != nil {
+		allow = cfg.Allow
+	}
+	m := &Methods{byName: map[string]*portico.Method{}}
+	add := func(row *portico.Method, names ...string) error {
+		for _, name := range names {
+			for _, n := range withPrefixAliases(t.AliasPrefixes, name) {
+				if prev, ok := m.byName[n]; ok && prev != row {
+					return fmt.Errorf("method %s is defined twice", n)
+				}
+				m.byName[n] = row
+			}
+		}
+		return nil
+	}
+	for i := range t.Methods {
+		row := t.Methods[i]
+		if err := add(&row, append([]string{row.Name}, row.Aliases...)...); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range allow {
+		name = canonical(t.AliasPrefixes, name)
+		if _, ok := m.byName[name]; ok {
+			continue // a row of its own already serves it
+		}
+		if err := add(&portico.Method{Name: name, Cost: defCost}, name); err != nil {
+			return nil, err
+		}
+	}
+	names := make([]string, 0, len(cfg.Costs))
+	for name := range cfg.Costs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		row, ok := m.byName[name]
+		if !ok {
+			return nil, fmt.Errorf("costs.%s: method is neither a %s method nor allowlisted", name, t.Family)
+		}
+		row.Cost = cfg.Costs[name]
+	}
+	return m, nil
+}
+
+// Lookup returns the row serving name, or nil.
+func (m *Methods) Lookup(name string) *portico.Method { return m.byName[name] }
+
+// Names returns the real names served, sorted.
+func (m *Methods) Names() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, row := range m.byName {
+		if !seen[row.Name] {
+			seen[row.Name] = true
+			out = append(out, row.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// withPrefixAliases returns name and its stand-in form: eth_getProof gives
+// eth_getProof and evm_getProof when prefixes maps "evm_" to "eth_".
+func withPrefixAliases(prefixes map[string]string, name string) []string {
+	out := []string{name}
+	for alias, real := range prefixes {
+		if rest, ok := strings.CutPrefix(name, real); ok {
+			out = append(out, alias+rest)
+		}
+	}
+	return out
+}
+
+// canonical turns a stand-in name into the real one.
+func canonical(prefixes map[string]string, name string) string {
+	for alias, real := range prefixes {
+		if rest, ok := strings.CutPrefix(name, alias); ok {
+			return real + rest
+		}
+	}
+	return name
+}

@@ -1,0 +1,199 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/upstream"
+)
+
+// testKey is the one key the test gateways accept.
+const testKey = "0123456789abcdef0123456789abcdef"
+
+// testTable is a small family table: one validated, cacheable method with a
+// stand-in alias, one allowlisted method, alias prefix test_ for real_.
+func testTable() portico.Table {
+	return portico.Table{
+		Family: portico.FamilyEVM,
+		Methods: []portico.Method{{
+			Name:    "real_checked",
+			Aliases: []string{"seed_checked"},
+			Cost:    150,
+			Params: func(p jsontext.Value) (jsontext.Value, error) {
+				if string(p) != `["ok"]` {
+					return nil, &portico.ParamsError{Position: 1, Field: "word", Reason: `want "ok"`}
+				}
+				return jsontext.Value(`["ok","added"]`), nil
+			},
+			Cacheable: func(_, result jsontext.Value) bool { return string(result) != "null" },
+		}},
+		DefaultCost:   80,
+		Forward:       []string{"real_echo", "real_slow"},
+		AliasPrefixes: map[string]string{"test_": "real_"},
+	}
+}
+
+// node is a test upstream: it answers real_echo with its params, records
+// every call, and lets a test replace its behaviour.
+type node struct {
+	srv   *httptest.Server
+	calls atomic.Int64
+	mu    sync.Mutex
+	last  string
+	reply func(w http.ResponseWriter, req map[string]jsontext.Value)
+}
+
+func newNode(t *testing.T) *node {
+	n := &node{}
+	n.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.calls.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		n.mu.Lock()
+		n.last = string(body)
+		reply := n.reply
+		n.mu.Unlock()
+		var req map[string]jsontext.Value
+		if err := json.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		if reply != nil {
+			reply(w, req)
+			return
+		}
+		params := req["params"]
+		if params == nil {
+			params = jsontext.Value("null")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(jsonrpc.AppendResult(nil, req["id"], params))
+	}))
+	t.Cleanup(n.srv.Close)
+	return n
+}
+
+func (n *node) setReply(f func(w http.ResponseWriter, req map[string]jsontext.Value)) {
+	n.mu.Lock()
+	n.reply = f
+	n.mu.Unlock()
+}
+
+func (n *node) lastBody() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.last
+}
+
+// env is a gateway under test with its upstream and log.
+type env struct {
+	gw   *gateway.Gateway
+	srv  *httptest.Server
+	node *node
+	logs *syncBuffer
+}
+
+type options struct {
+	limits  func(*gateway.Limits)
+	members func(n *node) []upstream.Member
+	pool    upstream.PoolConfig
+}
+
+func newEnv(t *testing.T, o options) *env {
+	t.Helper()
+	e := &env{node: newNode(t), logs: &syncBuffer{}}
+	methods, err := gateway.NewMethods(testTable(), gateway.MethodsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := []upstream.Member{{Name: "primary", Node: upstream.NewHTTP(e.node.srv.URL+"/secret-path?apikey=s3cret", nil)}}
+	if o.members != nil {
+		members = o.members(e.node)
+	}
+	pc := o.pool
+	pc.Network, pc.Members = "testnet", members
+	pool := upstream.NewPool(pc)
+	limits := gateway.Limits{
+		MaxBodyBytes: 4096, MaxBatch: 5, MaxWSMessageBytes: 4096, MaxConnections: 100, MaxWSConnections: 4,
+		ReadTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 10 * time.Second,
+		WSIdleTimeout: time.Minute,
+	}
+	if o.limits != nil {
+		o.limits(&limits)
+	}
+	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cache := upstream.NewCache(1 << 20)
+	t.Cleanup(cache.Close)
+	e.gw = gateway.New(gateway.Config{
+		Keys:     apikey.NewSet(apikey.Entry{Name: "tester", Hash: apikey.Sum(testKey)}),
+		Networks: []*gateway.Network{{Name: "testnet", Hosts: []string{"testnet.localhost"}, Methods: methods, Upstream: pool}},
+		Limits:   limits,
+		Cache:    cache,
+		Logger:   logger,
+	})
+	e.srv = httptest.NewUnstartedServer(e.gw.NetworkHandler("testnet"))
+	e.srv.Config = e.gw.NewServer(e.gw.NetworkHandler("testnet"))
+	e.srv.Listener = e.gw.Listener(e.srv.Listener)
+	e.srv.Start()
+	t.Cleanup(func() {
+		e.gw.Close()
+		e.srv.Close()
+		pool.Close()
+		if strings.Contains(e.logs.String(), testKey) || strings.Contains(e.logs.String(), "s3cret") || strings.Contains(e.logs.String(), "secret-path") {
+			t.Errorf("a secret reached the log:\n%s", e.logs.String())
+		}
+	})
+	return e
+}
+
+// post sends body to /v3/<key> and returns status and response body.
+func (e *env) post(t *testing.T, key, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/v3/"+key, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

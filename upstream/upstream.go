@@ -1,0 +1,144 @@
+// Package upstream sends calls to the nodes behind a network: one Node per
+// node URL (HTTP or WebSocket), a Pool that adds health tracking, failover and
+// timeouts, and a Cache for results that can never change. Results come back
+// as the node's raw bytes; nothing here decodes and re-encodes them.
+//
+// Node URLs often carry secrets (a provider's key in the path or query), so
+// they never appear in errors or logs: Redact gives the form that may.
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/porticohq/portico"
+)
+
+// Node sends one call to one node. Call returns the result bytes as the node
+// sent them, or an error: a *jsonrpc.Error when the node answered with a
+// JSON-RPC error (passed on to the client as is), anything else when the node
+// could not be asked or its answer was unusable.
+type Node interface {
+	Call(ctx context.Context, method string, params jsontext.Value) (jsontext.Value, error)
+	Close() error
+}
+
+// Dial returns the Node for a URL: an HTTP node for http and https, a
+// WebSocket node for ws and wss. opts may be nil.
+func Dial(rawURL string, opts *Options) (Node, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: bad URL %s", Redact(rawURL))
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	switch u.Scheme {
+	case "http", "https":
+		return NewHTTP(rawURL, opts), nil
+	case "ws", "wss":
+		return NewWebSocket(rawURL, opts), nil
+	}
+	return nil, fmt.Errorf("upstream: URL %s: scheme must be http, https, ws or wss", Redact(rawURL))
+}
+
+// Options tune a Node. The zero value works.
+type Options struct {
+	// MaxResponseBytes bounds a response from the node; 0 means 256 MiB.
+	MaxResponseBytes int64
+}
+
+func (o *Options) maxResponse() int64 {
+	if o == nil || o.MaxResponseBytes <= 0 {
+		return 256 << 20
+	}
+	return o.MaxResponseBytes
+}
+
+// Redact returns a form of a node URL that is safe to log: scheme and host
+// stay, user info, path and query are masked, since providers put their keys
+// in any of them.
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return "<redacted>"
+	}
+	var b strings.Builder
+	b.WriteString(u.Scheme)
+	b.WriteString("://")
+	if u.User != nil {
+		b.WriteString("***@")
+	}
+	b.WriteString(u.Host)
+	if u.Path != "" && u.Path != "/" {
+		b.WriteString("/***")
+	}
+	if u.RawQuery != "" {
+		b.WriteString("?***")
+	}
+	return b.String()
+}
+
+// scrub removes a node URL from an error's text. net/http and the WebSocket
+// library name the URL in their errors; the cause is kept, the URL is not.
+func scrub(err error, rawURL string) error {
+	if err == nil {
+		return nil
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := err.Error()
+	if rawURL != "" && strings.Contains(msg, rawURL) {
+		msg = strings.ReplaceAll(msg, rawURL, Redact(rawURL))
+	}
+	return &scrubbed{msg: msg, err: err}
+}
+
+// scrubbed keeps the cause reachable for errors.Is (deadline exceeded,
+// connection refused) while its text no longer names the URL.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (s *scrubbed) Error() string { return s.msg }
+func (s *scrubbed) Unwrap() error { return s.err }
+
+// failure is a transport-level failure of one node: the node is not asked
+// again for this call and its health suffers.
+type failure struct {
+	kind  error // portico.ErrUpstreamTimeout or portico.ErrUpstreamUnavailable
+	cause error
+}
+
+func (f *failure) Error() string { return fmt.Sprintf("%v: %v", f.kind, f.cause) }
+func (f *failure) Unwrap() []error {
+	return []error{f.kind, f.cause}
+}
+
+func unavailable(cause error) error {
+	return &failure{kind: portico.ErrUpstreamUnavailable, cause: cause}
+}
+
+// classify turns a transport error into a failure of the right kind.
+func classify(ctx context.Context, err error) error {
+	var f *failure
+	if errors.As(err, &f) {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded {
+		return &failure{kind: portico.ErrUpstreamTimeout, cause: err}
+	}
+	var te interface{ Timeout() bool }
+	if errors.As(err, &te) && te.Timeout() {
+		return &failure{kind: portico.ErrUpstreamTimeout, cause: err}
+	}
+	return unavailable(err)
+}
