@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/jsonrpc"
 )
 
 // Member is one node of a pool with the name it is logged under.
@@ -39,9 +40,9 @@ type PoolConfig struct {
 }
 
 // Pool sends each call to the first healthy node of a network and fails
-// over to the next on a transport failure (refused, reset, timeout, 5xx).
-// A JSON-RPC error from a node is an answer, not a failure: it is returned
-// as is, with no failover.
+// over to the next on a transport failure (refused, reset, timeout, 5xx):
+// any error that is not a *jsonrpc.Error. A JSON-RPC error from a node is an
+// answer, not a failure: it is returned as is, with no failover.
 //
 // A node that fails is benched for a backoff that doubles with each
 // consecutive failure (1s up to 30s); benched nodes are tried only when no
@@ -110,12 +111,14 @@ func (p *Pool) Call(ctx context.Context, method string, params jsontext.Value) (
 		}
 		actx, acancel := context.WithTimeout(ctx, p.attempt)
 		res, err := m.Node.Call(actx, method, params)
-		acancel()
-		var f *failure
-		if err == nil || !errors.As(err, &f) {
+		var rpcErr *jsonrpc.Error
+		if err == nil || errors.As(err, &rpcErr) {
+			acancel()
 			m.ok()
 			return res, err
 		}
+		err = classify(actx, err)
+		acancel()
 		m.fail(p.now())
 		p.log.Warn("upstream failed", "network", p.network, "upstream", m.Name, "method", method, "err", err)
 		last, lastName = err, m.Name
