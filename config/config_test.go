@@ -1,0 +1,106 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/porticohq/portico/config"
+)
+
+func TestParse(t *testing.T) {
+	env := map[string]string{"NODE_KEY": "abc123", "API_KEY": "0123456789abcdef0123456789abcdef"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	yml := `
+listen: 0.0.0.0:9000
+keys:
+  - name: ci
+    key: ${API_KEY}
+networks:
+  - name: mainnet
+    family: evm
+    hosts: [eth.example.com]
+    upstreams:
+      - url: https://node.example/v3/${NODE_KEY}
+    timeout: 5s
+    costs: {eth_call: 20}
+`
+	cfg, err := config.Parse([]byte(yml), lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	n := cfg.Networks[0]
+	if cfg.Listen != "0.0.0.0:9000" || cfg.Keys[0].Key != env["API_KEY"] || len(cfg.Networks) != 1 ||
+		n.Upstreams[0].URL != "https://node.example/v3/abc123" || n.Timeout != 5*time.Second || n.Costs["eth_call"] != 20 {
+		t.Fatalf("parsed %+v", cfg)
+	}
+	if cfg.Limits.MaxBatch != 100 {
+		t.Fatalf("defaults lost: %+v", cfg.Limits)
+	}
+	if got := cfg.ListenAddr(0); got != "0.0.0.0:9001" {
+		t.Fatalf("ListenAddr = %s", got)
+	}
+}
+
+func TestDefaultListenAddrs(t *testing.T) {
+	cfg := config.DefaultConfig()
+	for i, want := range []string{"127.0.0.1:8701", "127.0.0.1:8702", "127.0.0.1:8703"} {
+		if got := cfg.ListenAddr(i); got != want {
+			t.Errorf("network %d: %s, want %s", i, got, want)
+		}
+	}
+	cfg.Listen = "127.0.0.1:0"
+	if got := cfg.ListenAddr(2); got != "127.0.0.1:0" {
+		t.Errorf("port 0: %s", got)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	cases := []struct {
+		name, yml, want string
+	}{
+		{"unknown field", "listn: x", "field listn not found"},
+		{"unset env", "listen: ${NOPE}", "environment variable NOPE is not set"},
+		{"bad listen", "listen: nonsense", `config: listen: "nonsense" is not host:port`},
+		{"key and hash", "keys: [{name: a, key: 0123456789abcdef0123456789abcdef, hash: ab}]", "config: keys[0]: set exactly one of key and hash"},
+		{"short key", "keys: [{name: a, key: short}]", "config: keys[0].key: must be 32 to 64 characters"},
+		{"bad hash", "keys: [{name: a, hash: xyz}]", "config: keys[0].hash: apikey: hash must be 64 hex characters"},
+		{"no key name", "keys: [{key: 0123456789abcdef0123456789abcdef}]", "config: keys[0].name: required"},
+		{"bad family", "networks: [{name: a, family: btc}]", `config: networks[0].family: "btc" is not one of solana, evm, starknet`},
+		{"bad name", "networks: [{name: A_b, family: evm}]", `config: networks[0].name: "A_b" must be lower-case letters, digits and dashes`},
+		{"duplicate name", "networks: [{name: a, family: evm}, {name: a, family: evm}]", `config: networks[1].name: "a" is used twice`},
+		{"duplicate host", "networks: [{name: a, family: evm, hosts: [x]}, {name: b, family: evm, hosts: [X]}]", `config: networks[1].hosts: "x" is also a host of a`},
+		{"bad upstream", "networks: [{name: a, family: evm, upstreams: [{url: 'ftp://secret@x'}]}]", `config: networks[0].upstreams[0].url: scheme "ftp" is not http, https, ws or wss`},
+		{"negative cost", "networks: [{name: a, family: evm, costs: {eth_call: -1}}]", "config: networks[0].costs.eth_call: must not be negative"},
+		{"zero limit", "limits: {max_batch: 0}", "config: limits.max_batch: must be positive"},
+		{"bad level", "log: {level: loud}", `config: log.level: "loud" is not one of debug, info, warn, error`},
+		{"bad duration", "limits: {read_timeout: soon}", "cannot unmarshal"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(tc.yml), func(string) (string, bool) { return "", false })
+			if err == nil {
+				err = cfg.Validate()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Fatalf("error leaks the URL: %v", err)
+			}
+		})
+	}
+}
+
+func TestEmptyFileKeepsDefaults(t *testing.T) {
+	cfg, err := config.Parse(nil, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil || len(cfg.Networks) != 3 {
+		t.Fatalf("%v %+v", err, cfg.Networks)
+	}
+}
