@@ -1,0 +1,32 @@
+# The two commands of the README: `make run` and `make test`.
+
+GO       ?= go
+DATA_DIR ?= portico-data
+FUZZTIME ?= 30s
+
+.PHONY: run test test-deps vet fuzz bench build
+
+## run: start portico serve on the embedded defaults (state kept in $(DATA_DIR))
+run:
+	$(GO) run ./cmd/portico serve --data-dir $(DATA_DIR)
+
+## test: install what the tests need, vet, and run every test (missing parts fail, not skip)
+test: test-deps vet
+	PORTICO_TEST_STRICT=1 $(GO) test -timeout 20m ./...
+
+test-deps:
+	./scripts/install-test-deps.sh
+
+vet:
+	$(GO) vet ./...
+
+build:
+	$(GO) build -o bin/portico ./cmd/portico
+
+## fuzz: run every Fuzz target for $(FUZZTIME) each (not part of `make test`)
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+## bench: gateway benchmarks, see docs/benchmarks.md
+bench:
+	./scripts/bench.sh
