@@ -63,6 +63,7 @@ type Limits struct {
 
 // Cache configures the cache of results that can never change.
 type Cache struct {
+	// MaxBytes bounds the cache; 0 turns caching off.
 	MaxBytes uint64 `yaml:"max_bytes"`
 }
 

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/ethclient"
+
+	"github.com/porticohq/portico/devnet/evmdevnet"
+	"github.com/porticohq/portico/internal/fixturenode"
+	"github.com/porticohq/portico/loadgen"
+)
+
+const benchKey = "bench0123456789abcdef0123456789ab"
+
+// target is one request measured direct and through the gateway.
+type target struct {
+	name    string
+	network string // network name in the portico config
+	body    []byte
+}
+
+func run(ctx context.Context, c *cli) error {
+	fmt.Printf("portico-bench: %d CPUs, GOMAXPROCS %d, %s, concurrency %d, %d rounds of %s (+%s warm-up), cache off\n\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), c.Concurrency, c.Rounds, c.Duration, c.Warmup)
+	fmt.Println("| setup | request | direct req/s | gateway req/s | ratio | direct p50 | gateway p50 | added p50 | direct p99 | gateway p99 | added p99 |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, s := range c.Setup {
+		var err error
+		switch s {
+		case "trivial":
+			err = trivial(ctx, c)
+		case "geth":
+			err = geth(ctx, c)
+		default:
+			err = fmt.Errorf("unknown setup %q", s)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// trivial answers every call with fixed bytes: a recorded transaction, or
+// a recorded 138 KB getBlock result.
+func trivial(ctx context.Context, c *cli) error {
+	fx, err := fixturenode.New(c.Fixtures)
+	if err != nil {
+		return err
+	}
+	block := fx.Block(fixturenode.SlotSolders, "json")
+	txResp := []byte(`{"jsonrpc":"2.0","id":1,"result":{"blockHash":"0x9f0c3e9c5e3c4d1e8a3f1b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e","blockNumber":"0x1","from":"0x7435ed30a8b4aeb0877cef0c6e8cffe834eb865f","gas":"0x5208","gasPrice":"0x3b9aca00","hash":"0x5b4bf0e1e5b3a7ad3b6ccd8a9f5d2f0b1e7c8d9a0b1c2d3e4f5a6b7c8d9e0f1a","input":"0x","nonce":"0x0","to":"0x0000000000000000000000000000000000000000","transactionIndex":"0x0","value":"0x1","type":"0x0","v":"0x1b","r":"0x1","s":"0x1"}}`)
+	blockResp := append(append([]byte(`{"jsonrpc":"2.0","id":1,"result":`), block...), '}')
+	up, err := listen(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if bytes.Contains(body, []byte(`"getBlock"`)) {
+			w.Write(blockResp)
+			return
+		}
+		w.Write(txResp)
+	}))
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	upURL := "http://" + up.Addr().String()
+	gw, err := startPortico(ctx, c, map[string]string{"evm": upURL, "solana": upURL})
+	if err != nil {
+		return err
+	}
+	defer gw.stop()
+	targets := []target{
+		{"eth_getTransactionByBlockHashAndIndex", "evm", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByBlockHashAndIndex","params":["0x9f0c3e9c5e3c4d1e8a3f1b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e","0x0"]}`)},
+		{fmt.Sprintf("getBlock (%d KB result)", len(block)>>10), "solana", []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"getBlock","params":[%d,{"encoding":"json","maxSupportedTransactionVersion":0}]}`, fixturenode.SlotSolders))},
+	}
+	return measure(ctx, c, "trivial upstream", upURL, gw, targets)
+}
+
+// geth runs the embedded go-ethereum devnet with traffic and measures a
+// real transaction lookup.
+func geth(ctx context.Context, c *cli) error {
+	d, err := evmdevnet.New(evmdevnet.Config{Traffic: true, BlockPeriod: time.Hour})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Start(ctx); err != nil {
+		return err
+	}
+	ec, err := ethclient.DialContext(ctx, d.HTTPURL())
+	if err != nil {
+		return err
+	}
+	defer ec.Close()
+	var hash string
+	for i := 0; i < 20 && hash == ""; i++ {
+		h, err := d.Commit()
+		if err != nil {
+			return err
+		}
+		b, err := ec.BlockByHash(ctx, h)
+		if err != nil {
+			return err
+		}
+		if len(b.Transactions()) > 0 {
+			hash = h.Hex()
+		}
+		time.Sleep(200 * time.Millisecond) // let traffic reach the pool
+	}
+	if hash == "" {
+		return fmt.Errorf("devnet sealed no block with transactions")
+	}
+	gw, err := startPortico(ctx, c, map[string]string{"evm": d.HTTPURL()})
+	if err != nil {
+		return err
+	}
+	defer gw.stop()
+	targets := []target{
+		{"eth_getTransactionByBlockHashAndIndex", "evm", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByBlockHashAndIndex","params":["` + hash + `","0x0"]}`)},
+	}
+	return measure(ctx, c, "embedded geth", d.HTTPURL(), gw, targets)
+}
+
+// measure alternates direct and gateway rounds per target and prints the
+// medians.
+func measure(ctx context.Context, c *cli, setup, direct string, gw *portico, targets []target) error {
+	for _, t := range targets {
+		var d, g []loadgen.Result
+		for range c.Rounds {
+			for _, side := range []struct {
+				url string
+				out *[]loadgen.Result
+			}{{direct, &d}, {gw.urls[t.network], &g}} {
+				r, err := loadgen.Run(ctx, loadgen.Config{
+					URL: side.url, Body: t.body, Concurrency: c.Concurrency, Duration: c.Duration, Warmup: c.Warmup,
+					Check: func(_ int, b []byte) bool { return bytes.Contains(b, []byte(`"result"`)) },
+				})
+				if err != nil {
+					return err
+				}
+				if r.Errors > 0 {
+					return fmt.Errorf("%s: %d errors at %s", t.name, r.Errors, side.url)
+				}
+				*side.out = append(*side.out, r)
+			}
+		}
+		dm, gm := median(d), median(g)
+		fmt.Printf("| %s | %s | %.0f | %.0f | %.2f× | %s | %s | %s | %s | %s | %s |\n", setup, t.name,
+			dm.RPS, gm.RPS, gm.RPS/dm.RPS, ms(dm.P50), ms(gm.P50), ms(gm.P50-dm.P50), ms(dm.P99), ms(gm.P99), ms(gm.P99-dm.P99))
+	}
+	return nil
+}
+
+func median(rs []loadgen.Result) loadgen.Result {
+	pick := func(f func(loadgen.Result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return loadgen.Result{
+		RPS: pick(func(r loadgen.Result) float64 { return r.RPS }),
+		P50: time.Duration(pick(func(r loadgen.Result) float64 { return float64(r.P50) })),
+		P99: time.Duration(pick(func(r loadgen.Result) float64 { return float64(r.P99) })),
+	}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/1e6) }
+
+func listen(h http.Handler) (net.Listener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	go http.Serve(ln, h)
+	return ln, nil
+}
+
+// portico is a running portico child process.
+type portico struct {
+	cmd  *exec.Cmd
+	urls map[string]string // network name → HTTP URL with key
+}
+
+var readyLine = regexp.MustCompile(`^(\S+)\s+(http://\S+/v3/\S+)\s`)
+
+// startPortico runs the portico binary with one network per upstream and
+// waits for its ready lines.
+func startPortico(ctx context.Context, c *cli, upstreams map[string]string) (*portico, error) {
+	dir, err := os.MkdirTemp("", "portico-bench")
+	if err != nil {
+		return nil, err
+	}
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "listen: 127.0.0.1:0\nlog: {level: warn}\ncache: {max_bytes: 0}\nkeys: [{name: bench, key: %s}]\nnetworks:\n", benchKey)
+	for _, fam := range []string{"evm", "solana"} {
+		if u, ok := upstreams[fam]; ok {
+			fmt.Fprintf(&cfg, "  - {name: %s, family: %s, upstreams: [{url: %q}]}\n", fam, fam, u)
+		}
+	}
+	path := filepath.Join(dir, "portico.yaml")
+	if err := os.WriteFile(path, []byte(cfg.String()), 0o600); err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, c.Portico, "serve", "--config", path)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &portico{cmd: cmd, urls: map[string]string{}}
+	sc := bufio.NewScanner(out)
+	for len(p.urls) < len(upstreams) && sc.Scan() {
+		if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
+			p.urls[m[1]] = m[2]
+		}
+	}
+	if len(p.urls) < len(upstreams) {
+		p.stop()
+		return nil, fmt.Errorf("portico did not print its ready lines")
+	}
+	go io.Copy(io.Discard, out)
+	return p, nil
+}
+
+func (p *portico) stop() {
+	p.cmd.Process.Signal(os.Interrupt)
+	p.cmd.Wait()
+}

@@ -1,0 +1,39 @@
+// Command portico-bench measures the gateway against the same upstream
+// called directly, in one run: it starts an upstream (a trivial one that
+// answers fixed bytes, or the embedded go-ethereum devnet), runs a portico
+// binary in front of it as a separate process, and drives both with the
+// same load generator, alternating rounds. It prints a Markdown table for
+// docs/benchmarks.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+)
+
+type cli struct {
+	Portico     string        `help:"portico binary to run." default:"bin/portico"`
+	Fixtures    string        `help:"fixtures directory (testdata/fixtures)." default:"testdata/fixtures"`
+	Setup       []string      `help:"setups to run: trivial, geth." default:"trivial,geth"`
+	Duration    time.Duration `help:"measured time per round." default:"5s"`
+	Warmup      time.Duration `help:"warm-up per round." default:"1s"`
+	Concurrency int           `help:"concurrent clients." default:"16"`
+	Rounds      int           `help:"rounds per target; the median is reported." default:"3"`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var c cli
+	kong.Parse(&c, kong.Name("portico-bench"), kong.Description("Gateway vs direct upstream benchmark."))
+	if err := run(ctx, &c); err != nil {
+		fmt.Fprintln(os.Stderr, "portico-bench:", err)
+		os.Exit(1)
+	}
+}
