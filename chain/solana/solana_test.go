@@ -1,0 +1,137 @@
+package solana_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/chain/solana"
+)
+
+func TestGetBlockParams(t *testing.T) {
+	cases := []struct {
+		name   string
+		params string
+		want   string // forwarded params, or the error message
+		err    bool
+	}{
+		// Accepted, with the forwarded params.
+		{"slot only: rewards false added", `[430]`, `[430,{"rewards":false}]`, false},
+		{"null config", `[430,null]`, `[430,{"rewards":false}]`, false},
+		{"slot zero", `[0]`, `[0,{"rewards":false}]`, false},
+		{"max u64", `[18446744073709551615]`, `[18446744073709551615,{"rewards":false}]`, false},
+		{"full config unchanged", `[430, {"encoding":"base64","transactionDetails":"full","rewards":true,"commitment":"finalized","maxSupportedTransactionVersion":0}]`,
+			`[430, {"encoding":"base64","transactionDetails":"full","rewards":true,"commitment":"finalized","maxSupportedTransactionVersion":0}]`, false},
+		{"rewards omitted", `[430,{"encoding":"jsonParsed"}]`, `[430,{"encoding":"jsonParsed","rewards":false}]`, false},
+		{"processed to confirmed", `[430,{"commitment":"processed","rewards":true}]`, `[430,{"rewards":true,"commitment":"confirmed"}]`, false},
+		{"confirmed kept", `[430,{"commitment":"confirmed","rewards":false}]`, `[430,{"commitment":"confirmed","rewards":false}]`, false},
+		{"each detail level", `[1,{"transactionDetails":"none","rewards":false}]`, `[1,{"transactionDetails":"none","rewards":false}]`, false},
+		{"accounts", `[1,{"transactionDetails":"accounts","rewards":false}]`, `[1,{"transactionDetails":"accounts","rewards":false}]`, false},
+		{"signatures", `[1,{"transactionDetails":"signatures","rewards":false}]`, `[1,{"transactionDetails":"signatures","rewards":false}]`, false},
+		{"base58", `[1,{"encoding":"base58","rewards":false}]`, `[1,{"encoding":"base58","rewards":false}]`, false},
+		{"json", `[1,{"encoding":"json","rewards":false}]`, `[1,{"encoding":"json","rewards":false}]`, false},
+		{"max version 255", `[1,{"maxSupportedTransactionVersion":255}]`, `[1,{"rewards":false,"maxSupportedTransactionVersion":255}]`, false},
+		{"deprecated bare encoding", `[430,"base64"]`, `[430,{"encoding":"base64","rewards":false}]`, false},
+		{"deprecated binary", `[430,"binary"]`, `[430,{"encoding":"binary","rewards":false}]`, false},
+
+		// Refused.
+		{"no params", ``, `invalid params: want an array [slot, config], got no params`, true},
+		{"empty array", `[]`, `invalid params: param 1 (slot): missing; want 1 to 2 params [slot, config], got 0`, true},
+		{"named params", `{"slot":1}`, `invalid params: want an array [slot, config], got an object`, true},
+		{"too many", `[1,{},3]`, `invalid params: param 3: too many params: want at most 2 [slot, config], got 3`, true},
+		{"slot string", `["430"]`, `invalid params: param 1 (slot): want an integer, got string "430"`, true},
+		{"slot negative", `[-1]`, `invalid params: param 1 (slot): want a non-negative integer, got number -1`, true},
+		{"slot fraction", `[1.5]`, `invalid params: param 1 (slot): want an integer, got number 1.5`, true},
+		{"slot exponent", `[1e3]`, `invalid params: param 1 (slot): want an integer, got number 1e3`, true},
+		{"slot too big", `[18446744073709551616]`, `invalid params: param 1 (slot): want an integer from 0 to 18446744073709551615, got number 18446744073709551616`, true},
+		{"slot null", `[null]`, `invalid params: param 1 (slot): want an integer, got null`, true},
+		{"config number", `[1,2]`, `invalid params: param 2 (config): want an object, got number 2`, true},
+		{"bad bare encoding", `[1,"hex"]`, `invalid params: param 2 (config): want an object or an encoding (json, jsonParsed, base58, base64), got string "hex"`, true},
+		{"bad encoding", `[1,{"encoding":"hex"}]`, `invalid params: param 2 (config.encoding): want one of json, jsonParsed, base58, base64, got string "hex"`, true},
+		{"binary not in object", `[1,{"encoding":"binary"}]`, `invalid params: param 2 (config.encoding): want one of json, jsonParsed, base58, base64, got string "binary"`, true},
+		{"encoding number", `[1,{"encoding":1}]`, `invalid params: param 2 (config.encoding): want one of json, jsonParsed, base58, base64, got number 1`, true},
+		{"bad details", `[1,{"transactionDetails":"some"}]`, `invalid params: param 2 (config.transactionDetails): want one of full, accounts, signatures, none, got string "some"`, true},
+		{"rewards string", `[1,{"rewards":"false"}]`, `invalid params: param 2 (config.rewards): want a boolean, got string "false"`, true},
+		{"bad commitment", `[1,{"commitment":"recent"}]`, `invalid params: param 2 (config.commitment): want one of finalized, confirmed, processed, got string "recent"`, true},
+		{"version too big", `[1,{"maxSupportedTransactionVersion":256}]`, `invalid params: param 2 (config.maxSupportedTransactionVersion): want an integer from 0 to 255, got number 256`, true},
+		{"version negative", `[1,{"maxSupportedTransactionVersion":-1}]`, `invalid params: param 2 (config.maxSupportedTransactionVersion): want a non-negative integer, got number -1`, true},
+		{"version string", `[1,{"maxSupportedTransactionVersion":"0"}]`, `invalid params: param 2 (config.maxSupportedTransactionVersion): want an integer, got string "0"`, true},
+		{"unknown field", `[1,{"maxSupportedTransactionVerison":0}]`, `invalid params: param 2 (config.maxSupportedTransactionVerison): unknown field; allowed fields are encoding, transactionDetails, rewards, commitment, maxSupportedTransactionVersion`, true},
+		{"duplicate field", `[1,{"rewards":true,"rewards":false}]`, `invalid params: param 2 (config.rewards): field appears twice`, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var raw jsontext.Value
+			if tc.params != "" {
+				raw = jsontext.Value(tc.params)
+			}
+			got, err := solana.GetBlockParams(raw)
+			if tc.err {
+				var pe *portico.ParamsError
+				if !errors.As(err, &pe) || err.Error() != tc.want {
+					t.Fatalf("err = %v\nwant %s", err, tc.want)
+				}
+				return
+			}
+			if err != nil || string(got) != tc.want {
+				t.Fatalf("got %s, %v\nwant %s", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestTable(t *testing.T) {
+	tb := solana.Table()
+	if tb.Family != portico.FamilySolana || len(tb.Methods) != 1 || tb.Methods[0].Cost != 160 || tb.DefaultCost != 80 {
+		t.Fatalf("%+v", tb)
+	}
+	cache := tb.Methods[0].Cacheable
+	cases := []struct {
+		params, result string
+		want           bool
+	}{
+		{`[1,{"rewards":false}]`, `{"blockhash":"x"}`, true},
+		{`[1,{"commitment":"finalized"}]`, `{"blockhash":"x"}`, true},
+		{`[1,{"commitment": "confirmed"}]`, `{"blockhash":"x"}`, false},
+		{`[1,{"rewards":false}]`, `null`, false},
+	}
+	for _, c := range cases {
+		if got := cache(jsontext.Value(c.params), jsontext.Value(c.result)); got != c.want {
+			t.Errorf("Cacheable(%s, %s) = %v", c.params, c.result, got)
+		}
+	}
+}
+
+func FuzzGetBlockParams(f *testing.F) {
+	for _, s := range []string{`[430]`, `[1,{"encoding":"base64","commitment":"processed"}]`, `[1,"json"]`, `{"a":1}`, `[1,{"rewards":true,"rewards":1}]`, `[1e99]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !jsontext.Value(s).IsValid() {
+			return // the envelope decoder refuses invalid JSON before us
+		}
+		out, err := solana.GetBlockParams(jsontext.Value(s))
+		if err != nil {
+			var pe *portico.ParamsError
+			if !errors.As(err, &pe) || !strings.HasPrefix(err.Error(), "invalid params: ") {
+				t.Fatalf("error of the wrong kind: %v", err)
+			}
+			return
+		}
+		if !out.IsValid() {
+			t.Fatalf("forwarded invalid JSON %q for %q", out, s)
+		}
+		// What is forwarded must itself pass, unchanged apart from the
+		// seed's rewrites being idempotent.
+		again, err := solana.GetBlockParams(out)
+		if err != nil {
+			t.Fatalf("forwarded params %s refused: %v", out, err)
+		}
+		if strings.Contains(string(again), `"processed"`) {
+			t.Fatalf("processed reached the node: %s", again)
+		}
+	})
+}
