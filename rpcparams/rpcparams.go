@@ -32,8 +32,8 @@ func Describe(v jsontext.Value) string {
 	switch v.Kind() {
 	case '"':
 		s := string(v)
-		if len(s) > 40 {
-			s = s[:37] + `..."`
+		if len(s) > 72 {
+			s = s[:69] + `..."`
 		}
 		return "string " + s
 	case '0':

@@ -1,0 +1,255 @@
+// Package evm is the method table of the EVM family: eth_getProof and
+// eth_getTransactionByBlockHashAndIndex with full params validation (also
+// under the seed's names evm_getProof and
+// evm_getTransactionByBlockHashAndIndex), and an allowlist of the other
+// methods real clients need. Every eth_ method also answers as evm_.
+//
+// Rules follow go-ethereum where the seed is silent: storage keys may be
+// shorter than 32 bytes ("0x0" is slot 0), block numbers are at most int64,
+// and a block may be named by number, tag, hash or an EIP-1898 object. The
+// seed lists the block as position 3 of eth_getProof but real nodes require
+// it; when a call leaves it out, the node is sent "latest".
+package evm
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/rpcparams"
+)
+
+// Credit costs of the family's methods.
+const (
+	CostGetProof                          = 150
+	CostGetTransactionByBlockHashAndIndex = 150
+	DefaultCost                           = 80
+)
+
+// MaxStorageKeys bounds the storage keys of one eth_getProof call; each key
+// costs the node a trie walk.
+const MaxStorageKeys = 1024
+
+// Table returns the EVM family's method table.
+func Table() portico.Table {
+	return portico.Table{
+		Family: portico.FamilyEVM,
+		Methods: []portico.Method{
+			{
+				Name:      "eth_getProof",
+				Aliases:   []string{"evm_getProof"},
+				Params:    GetProofParams,
+				Cost:      CostGetProof,
+				Cacheable: getProofCacheable,
+			},
+			{
+				Name:      "eth_getTransactionByBlockHashAndIndex",
+				Aliases:   []string{"evm_getTransactionByBlockHashAndIndex"},
+				Params:    GetTransactionByBlockHashAndIndexParams,
+				Cost:      CostGetTransactionByBlockHashAndIndex,
+				Cacheable: nonNull,
+			},
+		},
+		DefaultCost:   DefaultCost,
+		AliasPrefixes: map[string]string{"evm_": "eth_"},
+		Forward: []string{
+			"eth_blobBaseFee", "eth_blockNumber", "eth_call", "eth_chainId", "eth_createAccessList",
+			"eth_estimateGas", "eth_feeHistory", "eth_gasPrice", "eth_getBalance", "eth_getBlockByHash",
+			"eth_getBlockByNumber", "eth_getBlockReceipts", "eth_getBlockTransactionCountByHash",
+			"eth_getBlockTransactionCountByNumber", "eth_getCode", "eth_getLogs", "eth_getStorageAt",
+			"eth_getTransactionByBlockNumberAndIndex", "eth_getTransactionByHash", "eth_getTransactionCount",
+			"eth_getTransactionReceipt", "eth_getUncleCountByBlockHash", "eth_getUncleCountByBlockNumber",
+			"eth_maxPriorityFeePerGas", "eth_sendRawTransaction", "eth_syncing", "net_listening",
+			"net_version", "web3_clientVersion", "web3_sha3",
+		},
+	}
+}
+
+var blockTags = []string{"latest", "earliest", "pending", "safe", "finalized"}
+
+// GetProofParams checks [address, storageKeys, block?] and returns the
+// params with the block filled in when it was left out.
+func GetProofParams(raw jsontext.Value) (jsontext.Value, error) {
+	p, err := rpcparams.Positional(raw, 2, "address", "storageKeys", "block")
+	if err != nil {
+		return nil, err
+	}
+	if err := address(p[0], 1, "address"); err != nil {
+		return nil, err
+	}
+	keys, err := rpcparams.Array(p[1], 2, "storageKeys")
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) > MaxStorageKeys {
+		return nil, rpcparams.Errorf(2, "storageKeys", "too many keys: at most %d, got %d", MaxStorageKeys, len(keys))
+	}
+	for i, k := range keys {
+		if err := storageKey(k, 2, rpcparams.Index("storageKeys", i)); err != nil {
+			return nil, err
+		}
+	}
+	if len(p) == 2 {
+		out := bytes.TrimRight(raw, " \t\r\n")
+		return append(append(out[:len(out)-1:len(out)-1], `,"latest"`...), ']'), nil
+	}
+	if _, err := block(p[2], 3, "block"); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// GetTransactionByBlockHashAndIndexParams checks [blockHash, index].
+func GetTransactionByBlockHashAndIndexParams(raw jsontext.Value) (jsontext.Value, error) {
+	p, err := rpcparams.Positional(raw, 2, "blockHash", "index")
+	if err != nil {
+		return nil, err
+	}
+	if err := hash(p[0], 1, "blockHash"); err != nil {
+		return nil, err
+	}
+	if _, err := quantity(p[1], 2, "index", 64); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+func address(v jsontext.Value, pos int, field string) error {
+	s, err := rpcparams.String(v, pos, field)
+	if err != nil {
+		return err
+	}
+	if !hasHexPrefix(s) || len(s) != 42 || !rpcparams.IsHex(s[2:]) {
+		return rpcparams.Errorf(pos, field, "want a 20-byte address, 0x and 40 hex digits, got %s", rpcparams.Describe(v))
+	}
+	return nil
+}
+
+func hash(v jsontext.Value, pos int, field string) error {
+	s, err := rpcparams.String(v, pos, field)
+	if err != nil {
+		return err
+	}
+	if !isHash(s) {
+		return rpcparams.Errorf(pos, field, "want a 32-byte hash, 0x and 64 hex digits, got %s", rpcparams.Describe(v))
+	}
+	return nil
+}
+
+func isHash(s string) bool { return hasHexPrefix(s) && len(s) == 66 && rpcparams.IsHex(s[2:]) }
+
+// storageKey accepts 0x and 1 to 64 hex digits, as go-ethereum does.
+func storageKey(v jsontext.Value, pos int, field string) error {
+	s, err := rpcparams.String(v, pos, field)
+	if err != nil {
+		return err
+	}
+	if !hasHexPrefix(s) || len(s) < 3 || len(s) > 66 || !rpcparams.IsHex(s[2:]) {
+		return rpcparams.Errorf(pos, field, "want a storage key of at most 32 bytes, 0x and 1 to 64 hex digits, got %s", rpcparams.Describe(v))
+	}
+	return nil
+}
+
+// quantity checks a hex QUANTITY: 0x, no leading zeros, at most bits wide.
+func quantity(v jsontext.Value, pos int, field string, bits int) (uint64, error) {
+	s, err := rpcparams.String(v, pos, field)
+	if err != nil {
+		return 0, rpcparams.Errorf(pos, field, "want a hex quantity such as \"0x1f\", got %s", rpcparams.Describe(v))
+	}
+	if !hasHexPrefix(s) || len(s) == 2 || !rpcparams.IsHex(s[2:]) {
+		return 0, rpcparams.Errorf(pos, field, "want a hex quantity such as \"0x1f\", got %s", rpcparams.Describe(v))
+	}
+	if len(s) > 3 && s[2] == '0' {
+		return 0, rpcparams.Errorf(pos, field, "hex quantity has leading zero digits: %s", rpcparams.Describe(v))
+	}
+	n, err := strconv.ParseUint(s[2:], 16, bits)
+	if err != nil {
+		return 0, rpcparams.Errorf(pos, field, "hex quantity larger than %d bits: %s", bits, rpcparams.Describe(v))
+	}
+	return n, nil
+}
+
+// blockKind says how a block was named, for caching.
+type blockKind int
+
+const (
+	byNumber blockKind = iota
+	byTag
+	byHash
+)
+
+// block checks a block parameter: a hex number, a tag, a block hash, or an
+// EIP-1898 object with exactly one of blockNumber and blockHash.
+func block(v jsontext.Value, pos int, field string) (blockKind, error) {
+	const want = `want a hex block number, one of latest, earliest, pending, safe, finalized, a 32-byte block hash, or an object with blockNumber or blockHash`
+	switch v.Kind() {
+	case '"':
+		s, err := rpcparams.String(v, pos, field)
+		if err != nil {
+			return 0, err
+		}
+		for _, tag := range blockTags {
+			if s == tag {
+				return byTag, nil
+			}
+		}
+		if isHash(s) {
+			return byHash, nil
+		}
+		if !hasHexPrefix(s) {
+			return 0, rpcparams.Errorf(pos, field, "%s, got %s", want, rpcparams.Describe(v))
+		}
+		_, err = quantity(v, pos, field, 63)
+		return byNumber, err
+	case '{':
+		obj, err := rpcparams.Object(v, pos, field, "blockNumber", "blockHash", "requireCanonical")
+		if err != nil {
+			return 0, err
+		}
+		num, hasNum := obj["blockNumber"]
+		h, hasHash := obj["blockHash"]
+		switch {
+		case hasNum == hasHash:
+			return 0, rpcparams.Errorf(pos, field, "set exactly one of blockNumber and blockHash")
+		case hasNum:
+			if _, ok := obj["requireCanonical"]; ok {
+				return 0, rpcparams.Errorf(pos, field+".requireCanonical", "only allowed with blockHash")
+			}
+			k, err := block(num, pos, field+".blockNumber")
+			if err == nil && k == byHash {
+				err = rpcparams.Errorf(pos, field+".blockNumber", "want a hex block number or a tag, got a hash")
+			}
+			return byNumber, err
+		}
+		if err := hash(h, pos, field+".blockHash"); err != nil {
+			return 0, err
+		}
+		if rc, ok := obj["requireCanonical"]; ok {
+			if _, err := rpcparams.Bool(rc, pos, field+".requireCanonical"); err != nil {
+				return 0, err
+			}
+		}
+		return byHash, nil
+	}
+	return 0, rpcparams.Errorf(pos, field, "%s, got %s", want, rpcparams.Describe(v))
+}
+
+func hasHexPrefix(s string) bool { return strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") }
+
+func nonNull(_, result jsontext.Value) bool { return len(result) > 0 && result.Kind() != 'n' }
+
+// getProofCacheable: a proof at a block named by hash never changes.
+func getProofCacheable(params, result jsontext.Value) bool {
+	if !nonNull(params, result) {
+		return false
+	}
+	p, err := rpcparams.Positional(params, 3, "address", "storageKeys", "block")
+	if err != nil {
+		return false
+	}
+	k, err := block(p[2], 3, "block")
+	return err == nil && k == byHash
+}
