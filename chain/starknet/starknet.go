@@ -1,0 +1,324 @@
+// Package starknet is the method table of the rollup family (the Starknet
+// JSON-RPC, spec v0.8 with the later block tags): starknet_getEvents and
+// starknet_getStateUpdate with full params validation (also under the seed's
+// names rollup_getEvents and rollup_getStateUpdate), and an allowlist of the
+// other methods clients need. Every starknet_ method also answers as
+// rollup_.
+//
+// Params may be named (an object) or positional (an array), as real rollup
+// nodes accept both. The seed makes filter.from_block and filter.to_block
+// required where the spec makes them optional; the gateway follows the seed
+// (docs/methods.md).
+package starknet
+
+import (
+	"math/big"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/rpcparams"
+)
+
+// Credit costs of the family's methods. getEvents scans a block range, so
+// it costs more than a single block read.
+const (
+	CostGetEvents      = 200
+	CostGetStateUpdate = 160
+	DefaultCost        = 80
+)
+
+// Limits of getEvents, as pathfinder enforces them.
+const (
+	MaxChunkSize    = 1024
+	MaxKeyPositions = 16
+	MaxKeys         = 256 // felts over all positions
+)
+
+// SpecError is an error with a code from the rollup spec (31 page size too
+// big, 34 too many keys), raised by the gateway about params it checks
+// before forwarding.
+type SpecError struct {
+	Code    int
+	Message string
+}
+
+// Error returns the spec's message.
+func (e *SpecError) Error() string { return e.Message }
+
+// ErrorCode returns the spec's code.
+func (e *SpecError) ErrorCode() int { return e.Code }
+
+// The spec's errors the gateway raises itself.
+var (
+	ErrPageSizeTooBig = &SpecError{Code: 31, Message: "Requested page size is too big"}
+	ErrTooManyKeys    = &SpecError{Code: 34, Message: "Too many keys provided in a filter"}
+)
+
+// Table returns the rollup family's method table.
+func Table() portico.Table {
+	return portico.Table{
+		Family: portico.FamilyStarknet,
+		Methods: []portico.Method{
+			{
+				Name:    "starknet_getEvents",
+				Aliases: []string{"rollup_getEvents"},
+				Params:  GetEventsParams,
+				Cost:    CostGetEvents,
+			},
+			{
+				Name:      "starknet_getStateUpdate",
+				Aliases:   []string{"rollup_getStateUpdate"},
+				Params:    GetStateUpdateParams,
+				Cost:      CostGetStateUpdate,
+				Cacheable: stateUpdateCacheable,
+			},
+		},
+		DefaultCost:   DefaultCost,
+		AliasPrefixes: map[string]string{"rollup_": "starknet_"},
+		Forward: []string{
+			"starknet_blockHashAndNumber", "starknet_blockNumber", "starknet_call", "starknet_chainId",
+			"starknet_estimateFee", "starknet_estimateMessageFee", "starknet_getBlockTransactionCount",
+			"starknet_getBlockWithReceipts", "starknet_getBlockWithTxHashes", "starknet_getBlockWithTxs",
+			"starknet_getClass", "starknet_getClassAt", "starknet_getClassHashAt", "starknet_getNonce",
+			"starknet_getStorageAt", "starknet_getTransactionByBlockIdAndIndex",
+			"starknet_getTransactionByHash", "starknet_getTransactionReceipt", "starknet_getTransactionStatus",
+			"starknet_specVersion", "starknet_syncing", "starknet_addInvokeTransaction",
+			"starknet_addDeclareTransaction", "starknet_addDeployAccountTransaction",
+		},
+	}
+}
+
+var (
+	filterFields = []string{"from_block", "to_block", "address", "keys", "chunk_size", "continuation_token"}
+	blockTags    = []string{"latest", "pending", "pre_confirmed", "l1_accepted"}
+	// fieldPrime is the Stark field's modulus, 2^251 + 17·2^192 + 1: a felt
+	// is below it.
+	fieldPrime = func() *big.Int {
+		p := new(big.Int).Lsh(big.NewInt(1), 251)
+		p.Add(p, new(big.Int).Lsh(big.NewInt(17), 192))
+		return p.Add(p, big.NewInt(1))
+	}()
+)
+
+// splitParams splits named or positional params into values by name.
+func splitParams(raw jsontext.Value, required int, names ...string) (map[string]jsontext.Value, bool, error) {
+	if len(raw) > 0 && raw.Kind() == '{' {
+		obj, err := rpcparams.Object(raw, 0, "", names...)
+		if err != nil {
+			return nil, true, err
+		}
+		for _, n := range names[:required] {
+			if _, ok := obj[n]; !ok {
+				return nil, true, rpcparams.Errorf(0, n, "missing; it is required")
+			}
+		}
+		return obj, true, nil
+	}
+	if len(raw) == 0 || raw.Kind() != '[' {
+		return nil, false, rpcparams.Errorf(0, "", "want an object {%s} or an array, got %s", strings.Join(names, ", "), rpcparams.Describe(raw))
+	}
+	items, err := rpcparams.Positional(raw, required, names...)
+	if err != nil {
+		return nil, false, err
+	}
+	out := map[string]jsontext.Value{}
+	for i, v := range items {
+		out[names[i]] = v
+	}
+	return out, false, nil
+}
+
+// pos returns the position to report for a named param: its index+1 for
+// positional params, 0 for named ones.
+func pos(named bool, i int) int {
+	if named {
+		return 0
+	}
+	return i + 1
+}
+
+// GetEventsParams checks {filter} or [filter]. Params are forwarded as
+// they came.
+func GetEventsParams(raw jsontext.Value) (jsontext.Value, error) {
+	p, named, err := splitParams(raw, 1, "filter")
+	if err != nil {
+		return nil, err
+	}
+	at := pos(named, 0)
+	f, err := rpcparams.Object(p["filter"], at, "filter", filterFields...)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"from_block", "to_block", "chunk_size"} {
+		if _, ok := f[name]; !ok {
+			return nil, rpcparams.Errorf(at, "filter."+name, "missing; it is required")
+		}
+	}
+	if err := blockID(f["from_block"], at, "filter.from_block"); err != nil {
+		return nil, err
+	}
+	if err := blockID(f["to_block"], at, "filter.to_block"); err != nil {
+		return nil, err
+	}
+	if v, ok := f["address"]; ok {
+		if v.Kind() == '[' {
+			addrs, err := rpcparams.Array(v, at, "filter.address")
+			if err != nil {
+				return nil, err
+			}
+			for i, a := range addrs {
+				if err := felt(a, at, rpcparams.Index("filter.address", i)); err != nil {
+					return nil, err
+				}
+			}
+		} else if err := felt(v, at, "filter.address"); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := f["keys"]; ok {
+		if err := keys(v, at); err != nil {
+			return nil, err
+		}
+	}
+	size, err := rpcparams.Uint(f["chunk_size"], at, "filter.chunk_size", rpcparams.MaxUint64)
+	if err != nil {
+		return nil, err
+	}
+	if size == 0 {
+		return nil, rpcparams.Errorf(at, "filter.chunk_size", "must be at least 1, got 0")
+	}
+	if size > MaxChunkSize {
+		return nil, ErrPageSizeTooBig
+	}
+	if v, ok := f["continuation_token"]; ok {
+		tok, err := rpcparams.String(v, at, "filter.continuation_token")
+		if err != nil {
+			return nil, err
+		}
+		if tok == "" {
+			return nil, rpcparams.Errorf(at, "filter.continuation_token", "must not be empty; leave it out for the first page")
+		}
+	}
+	return raw, nil
+}
+
+// keys checks an array of arrays of felts: OR within a position, AND across
+// positions, an empty position matches any key.
+func keys(v jsontext.Value, at int) error {
+	outer, err := rpcparams.Array(v, at, "filter.keys")
+	if err != nil {
+		return err
+	}
+	if len(outer) > MaxKeyPositions {
+		return ErrTooManyKeys
+	}
+	total := 0
+	for i, pos := range outer {
+		field := rpcparams.Index("filter.keys", i)
+		inner, err := rpcparams.Array(pos, at, field)
+		if err != nil {
+			return err
+		}
+		total += len(inner)
+		if total > MaxKeys {
+			return ErrTooManyKeys
+		}
+		for j, k := range inner {
+			if err := felt(k, at, rpcparams.Index(field, j)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// GetStateUpdateParams checks {block_id, contract_addresses?} or the
+// positional form.
+func GetStateUpdateParams(raw jsontext.Value) (jsontext.Value, error) {
+	p, named, err := splitParams(raw, 1, "block_id", "contract_addresses")
+	if err != nil {
+		return nil, err
+	}
+	if err := blockID(p["block_id"], pos(named, 0), "block_id"); err != nil {
+		return nil, err
+	}
+	if v, ok := p["contract_addresses"]; ok {
+		addrs, err := rpcparams.Array(v, pos(named, 1), "contract_addresses")
+		if err != nil {
+			return nil, err
+		}
+		for i, a := range addrs {
+			if err := felt(a, pos(named, 1), rpcparams.Index("contract_addresses", i)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return raw, nil
+}
+
+// blockID checks a BLOCK_ID: {block_hash} or {block_number}, exactly one,
+// or a tag.
+func blockID(v jsontext.Value, at int, field string) error {
+	const want = `want {"block_hash": felt}, {"block_number": integer} or one of latest, pending, pre_confirmed, l1_accepted`
+	switch v.Kind() {
+	case '"':
+		if _, err := rpcparams.Enum(v, at, field, blockTags...); err != nil {
+			return rpcparams.Errorf(at, field, "%s, got %s", want, rpcparams.Describe(v))
+		}
+		return nil
+	case '{':
+		obj, err := rpcparams.Object(v, at, field, "block_hash", "block_number")
+		if err != nil {
+			return err
+		}
+		h, hasHash := obj["block_hash"]
+		n, hasNum := obj["block_number"]
+		switch {
+		case hasHash == hasNum:
+			return rpcparams.Errorf(at, field, "set exactly one of block_hash and block_number")
+		case hasHash:
+			return felt(h, at, field+".block_hash")
+		}
+		_, err = rpcparams.Uint(n, at, field+".block_number", rpcparams.MaxUint64)
+		return err
+	}
+	return rpcparams.Errorf(at, field, "%s, got %s", want, rpcparams.Describe(v))
+}
+
+// felt checks a field element: 0x and 1 to 64 hex digits, below the
+// field's prime.
+func felt(v jsontext.Value, at int, field string) error {
+	s, err := rpcparams.String(v, at, field)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(s, "0x") || len(s) < 3 || len(s) > 66 || !rpcparams.IsHex(s[2:]) {
+		return rpcparams.Errorf(at, field, "want a felt, 0x and 1 to 64 hex digits, got %s", rpcparams.Describe(v))
+	}
+	n, _ := new(big.Int).SetString(s[2:], 16)
+	if n.Cmp(fieldPrime) >= 0 {
+		return rpcparams.Errorf(at, field, "felt is not below the field prime 2^251+17*2^192+1: %s", rpcparams.Describe(v))
+	}
+	return nil
+}
+
+// stateUpdateCacheable: the state update of a block named by hash never
+// changes once the block exists.
+func stateUpdateCacheable(params, result jsontext.Value) bool {
+	if len(result) == 0 || result.Kind() != '{' {
+		return false
+	}
+	p, named, err := splitParams(params, 1, "block_id", "contract_addresses")
+	if err != nil {
+		return false
+	}
+	id := p["block_id"]
+	if id.Kind() != '{' {
+		return false
+	}
+	obj, err := rpcparams.Object(id, pos(named, 0), "block_id", "block_hash", "block_number")
+	_, byHash := obj["block_hash"]
+	return err == nil && byHash
+}
