@@ -1,0 +1,80 @@
+package gateway_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/chain/evm"
+	"github.com/porticohq/portico/chain/solana"
+	"github.com/porticohq/portico/chain/starknet"
+	"github.com/porticohq/portico/gateway"
+)
+
+func TestMethodsResolveNamesAndCosts(t *testing.T) {
+	tables := map[string]portico.Table{"evm": evm.Table(), "solana": solana.Table(), "starknet": starknet.Table()}
+	cases := []struct {
+		table, name, real string
+		cost              int
+	}{
+		{"evm", "eth_getProof", "eth_getProof", 150},
+		{"evm", "evm_getProof", "eth_getProof", 150},
+		{"evm", "evm_getTransactionByBlockHashAndIndex", "eth_getTransactionByBlockHashAndIndex", 150},
+		{"evm", "eth_getTransactionByBlockHashAndIndex", "eth_getTransactionByBlockHashAndIndex", 150},
+		{"evm", "evm_chainId", "eth_chainId", 80},
+		{"evm", "net_version", "net_version", 80},
+		{"solana", "getBlock", "getBlock", 160},
+		{"solana", "getSlot", "getSlot", 80},
+		{"starknet", "rollup_getEvents", "starknet_getEvents", 200},
+		{"starknet", "starknet_getEvents", "starknet_getEvents", 200},
+		{"starknet", "rollup_getStateUpdate", "starknet_getStateUpdate", 160},
+		{"starknet", "rollup_blockNumber", "starknet_blockNumber", 80},
+		{"evm", "getBlock", "", 0},
+		{"solana", "eth_getProof", "", 0},
+		{"evm", "evm_sign", "", 0},
+	}
+	for _, tc := range cases {
+		m, err := gateway.NewMethods(tables[tc.table], gateway.MethodsConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := m.Lookup(tc.name)
+		switch {
+		case tc.real == "" && row != nil:
+			t.Errorf("%s/%s served as %s", tc.table, tc.name, row.Name)
+		case tc.real != "" && (row == nil || row.Name != tc.real || row.Cost != tc.cost):
+			t.Errorf("%s/%s = %+v, want %s at %d", tc.table, tc.name, row, tc.real, tc.cost)
+		}
+	}
+}
+
+func TestMethodsConfig(t *testing.T) {
+	m, err := gateway.NewMethods(evm.Table(), gateway.MethodsConfig{
+		Allow:       []string{"eth_chainId", "evm_call"},
+		Costs:       map[string]int{"evm_getProof": 10, "eth_call": 5},
+		DefaultCost: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := m.Lookup("eth_getProof"); r == nil || r.Cost != 10 {
+		t.Fatalf("getProof %+v", r)
+	}
+	if r := m.Lookup("eth_call"); r == nil || r.Cost != 5 {
+		t.Fatalf("eth_call %+v", r)
+	}
+	if r := m.Lookup("evm_chainId"); r == nil || r.Cost != 3 {
+		t.Fatalf("chainId %+v", r)
+	}
+	if m.Lookup("eth_blockNumber") != nil {
+		t.Fatal("allowlist not replaced")
+	}
+	// The table's own rows must not be shared between networks.
+	if fresh, _ := gateway.NewMethods(evm.Table(), gateway.MethodsConfig{}); fresh.Lookup("eth_getProof").Cost != 150 {
+		t.Fatal("cost override leaked")
+	}
+	_, err = gateway.NewMethods(evm.Table(), gateway.MethodsConfig{Costs: map[string]int{"eth_nope": 1}})
+	if err == nil || !strings.Contains(err.Error(), "costs.eth_nope") {
+		t.Fatalf("err = %v", err)
+	}
+}
