@@ -1,0 +1,357 @@
+// Package evmdevnet runs an in-process go-ethereum node for development: a
+// simulated beacon seals a block every period, deterministic dev accounts
+// are prefunded, and optional traffic fills blocks with transactions of
+// every type. The node serves JSON-RPC over HTTP and WebSocket on loopback,
+// so the gateway reaches it exactly as it reaches a remote node.
+//
+// Lifecycle: New builds the node and its chain (importing a chain file when
+// given) without serving; Start opens the RPC endpoints and starts sealing;
+// Close stops everything.
+package evmdevnet
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"math/big"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/eth"
+	"github.com/ethereum/go-ethereum/eth/catalyst"
+	"github.com/ethereum/go-ethereum/eth/ethconfig"
+	"github.com/ethereum/go-ethereum/eth/filters"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/log"
+	"github.com/ethereum/go-ethereum/node"
+	"github.com/ethereum/go-ethereum/p2p"
+	"github.com/ethereum/go-ethereum/params"
+	"github.com/ethereum/go-ethereum/rlp"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"github.com/porticohq/portico/devnet/evmtx"
+)
+
+// Config configures a devnet. The zero value is a working devnet.
+type Config struct {
+	// DataDir keeps the chain across restarts; empty keeps it in memory.
+	DataDir string
+	// ChainID of the dev chain; 0 means 1337. A genesis file sets its own.
+	ChainID uint64
+	// BlockPeriod is the time between sealed blocks, in whole seconds; 0
+	// means 2s. A negative period seals only on Commit.
+	BlockPeriod time.Duration
+	// Accounts is the number of prefunded dev accounts; 0 means 10 (at
+	// least 7 are made, as traffic needs them).
+	Accounts int
+	// Traffic sends a round of transactions of every type each period.
+	Traffic bool
+	// GenesisFile starts the chain from a genesis.json instead of the dev
+	// genesis; ChainRLP, if set, is a file of RLP blocks imported on top.
+	GenesisFile string
+	ChainRLP    string
+	// Logger receives the node's warnings and errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// Account is a prefunded dev account. Its key is a public test key.
+type Account struct {
+	Address common.Address
+	Key     *ecdsa.PrivateKey
+}
+
+// KeyHex returns the private key as 0x-prefixed hex.
+func (a Account) KeyHex() string { return hexutil.Encode(crypto.FromECDSA(a.Key)) }
+
+// Devnet is a running dev node.
+type Devnet struct {
+	cfg      Config
+	stack    *node.Node
+	eth      *eth.Ethereum
+	beacon   *catalyst.SimulatedBeacon
+	accounts []Account
+	chainID  *big.Int
+	log      *slog.Logger
+
+	commitMu sync.Mutex
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	started  bool
+	once     sync.Once
+	closeErr error
+
+	trafficMu sync.Mutex // one round at a time; guards deployed
+	deployed  bool
+}
+
+var _ io.Closer = (*Devnet)(nil)
+
+// New builds the node and its chain. Nothing is served until Start.
+func New(cfg Config) (*Devnet, error) {
+	if cfg.BlockPeriod == 0 {
+		cfg.BlockPeriod = 2 * time.Second
+	}
+	if cfg.Accounts <= 0 {
+		cfg.Accounts = 10
+	}
+	cfg.Accounts = max(cfg.Accounts, 7)
+	if cfg.ChainID == 0 {
+		cfg.ChainID = 1337
+	}
+	d := &Devnet{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	for i := range cfg.Accounts {
+		key, _ := crypto.ToECDSA(crypto.Keccak256([]byte("portico-devnet-" + strconv.Itoa(i))))
+		d.accounts = append(d.accounts, Account{Address: crypto.PubkeyToAddress(key.PublicKey), Key: key})
+	}
+
+	genesis, err := d.genesis()
+	if err != nil {
+		return nil, err
+	}
+	d.chainID = genesis.Config.ChainID
+
+	nodeConf := node.DefaultConfig
+	nodeConf.Name = "portico-devnet"
+	nodeConf.DataDir = cfg.DataDir
+	nodeConf.P2P = p2p.Config{NoDiscovery: true, MaxPeers: 0, ListenAddr: ""}
+	nodeConf.HTTPHost, nodeConf.HTTPPort = "127.0.0.1", 0
+	nodeConf.WSHost, nodeConf.WSPort = "127.0.0.1", 0
+	nodeConf.HTTPModules = []string{"eth", "net", "web3", "debug", "txpool"}
+	nodeConf.WSModules = nodeConf.HTTPModules
+	nodeConf.HTTPVirtualHosts = []string{"*"}
+	nodeConf.HTTPCors = []string{"*"}
+	nodeConf.WSOrigins = []string{"*"}
+	nodeConf.AuthPort = 0
+	nodeConf.IPCPath = ""
+	nodeConf.Logger = log.NewLogger(warnOnly{d.log.Handler()})
+	stack, err := node.New(&nodeConf)
+	if err != nil {
+		return nil, fmt.Errorf("evmdevnet: %w", err)
+	}
+	ethConf := ethconfig.Defaults
+	ethConf.Genesis = genesis
+	ethConf.NetworkId = d.chainID.Uint64()
+	ethConf.SyncMode = ethconfig.FullSync
+	ethConf.TxPool.NoLocals = true
+	ethConf.Miner.GasPrice = big.NewInt(1)
+	backend, err := eth.New(stack, &ethConf)
+	if err != nil {
+		stack.Close()
+		return nil, fmt.Errorf("evmdevnet: %w", err)
+	}
+	filterSystem := filters.NewFilterSystem(backend.APIBackend, filters.Config{})
+	stack.RegisterAPIs([]rpc.API{{Namespace: "eth", Service: filters.NewFilterAPI(filterSystem)}})
+	d.stack, d.eth = stack, backend
+	if cfg.ChainRLP != "" {
+		if err := d.importChain(cfg.ChainRLP); err != nil {
+			stack.Close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// genesis returns the genesis from the file, or the dev genesis: every fork
+// go-ethereum's dev mode enables, active from block 0, with the dev
+// accounts funded.
+func (d *Devnet) genesis() (*core.Genesis, error) {
+	if d.cfg.GenesisFile != "" {
+		data, err := os.ReadFile(d.cfg.GenesisFile)
+		if err != nil {
+			return nil, fmt.Errorf("evmdevnet: %w", err)
+		}
+		g := new(core.Genesis)
+		if err := g.UnmarshalJSON(data); err != nil {
+			return nil, fmt.Errorf("evmdevnet: genesis %s: %w", d.cfg.GenesisFile, err)
+		}
+		return g, nil
+	}
+	g := core.DeveloperGenesisBlock(ethconfig.Defaults.Miner.GasCeil, nil)
+	conf := *g.Config
+	conf.ChainID = new(big.Int).SetUint64(d.cfg.ChainID)
+	g.Config = &conf
+	alloc := maps.Clone(g.Alloc)
+	funds := new(big.Int).Mul(big.NewInt(1_000_000), big.NewInt(params.Ether))
+	for _, a := range d.accounts {
+		alloc[a.Address] = types.Account{Balance: funds}
+	}
+	g.Alloc = alloc
+	return g, nil
+}
+
+// importChain inserts the RLP blocks of a chain file, as `geth import`
+// does.
+func (d *Devnet) importChain(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("evmdevnet: %w", err)
+	}
+	defer f.Close()
+	stream := rlp.NewStream(f, 0)
+	var blocks types.Blocks
+	for {
+		b := new(types.Block)
+		if err := stream.Decode(b); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return fmt.Errorf("evmdevnet: %s: block %d: %w", path, len(blocks)+1, err)
+		}
+		blocks = append(blocks, b)
+	}
+	chain := d.eth.BlockChain()
+	// Blocks already present (a restart on the same data directory) are
+	// skipped.
+	for len(blocks) > 0 && chain.HasBlock(blocks[0].Hash(), blocks[0].NumberU64()) {
+		blocks = blocks[1:]
+	}
+	if len(blocks) == 0 {
+		return nil
+	}
+	if n, err := chain.InsertChain(blocks); err != nil {
+		return fmt.Errorf("evmdevnet: %s: importing block %d: %w", path, blocks[n].NumberU64(), err)
+	}
+	return nil
+}
+
+// Start serves RPC and starts sealing blocks (and traffic, if configured).
+func (d *Devnet) Start(ctx context.Context) error {
+	if err := d.stack.Start(); err != nil {
+		return fmt.Errorf("evmdevnet: %w", err)
+	}
+	beacon, err := catalyst.NewSimulatedBeacon(0, common.Address{}, d.eth)
+	if err != nil {
+		return fmt.Errorf("evmdevnet: %w", err)
+	}
+	d.beacon = beacon
+	d.started = true
+	if d.cfg.BlockPeriod > 0 {
+		d.wg.Go(d.seal)
+	}
+	return nil
+}
+
+// seal commits a block every period, after sending a round of traffic.
+// The beacon's own loop is not used, so that traffic and sealing take turns
+// and Commit from tests never races a timer.
+func (d *Devnet) seal() {
+	period := max(d.cfg.BlockPeriod.Truncate(time.Second), time.Second)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+		}
+		if d.cfg.Traffic {
+			ctx, cancel := context.WithTimeout(context.Background(), period)
+			if _, err := d.SendTraffic(ctx); err != nil {
+				d.log.Warn("devnet traffic failed", "err", err)
+			}
+			cancel()
+		}
+		if _, err := d.Commit(); err != nil {
+			d.log.Warn("devnet sealing failed", "err", err)
+		}
+	}
+}
+
+// SendTraffic sends one transaction of each type 0 to 4 (and, the first
+// time, a contract that writes storage) and returns their hashes. They land
+// in the next sealed block.
+func (d *Devnet) SendTraffic(ctx context.Context) ([]common.Hash, error) {
+	d.trafficMu.Lock()
+	defer d.trafficMu.Unlock()
+	client := ethclient.NewClient(d.stack.Attach())
+	defer client.Close()
+	keys := make([]*ecdsa.PrivateKey, 6)
+	for i := range keys {
+		keys[i] = d.accounts[i].Key
+	}
+	s := &evmtx.Sender{Client: client, ChainID: d.chainID, Keys: keys}
+	hashes, err := s.Round(ctx)
+	if err != nil {
+		return hashes, err
+	}
+	if !d.deployed {
+		h, _, err := s.Deploy(ctx, d.accounts[6].Key, evmtx.StorageInit)
+		if err != nil {
+			return hashes, err
+		}
+		d.deployed = true
+		hashes = append(hashes, h)
+	}
+	return hashes, nil
+}
+
+// StorageContract returns the address of the contract traffic deploys
+// first: slot 0 holds 42 and slot 1 holds 7 once it is sealed.
+func (d *Devnet) StorageContract() common.Address {
+	return crypto.CreateAddress(d.accounts[6].Address, 0)
+}
+
+// Commit seals a block now with the pending transactions and returns its
+// hash.
+func (d *Devnet) Commit() (common.Hash, error) {
+	d.commitMu.Lock()
+	defer d.commitMu.Unlock()
+	if !d.started {
+		return common.Hash{}, errors.New("evmdevnet: not started")
+	}
+	before := d.eth.BlockChain().CurrentBlock().Number.Uint64()
+	h := d.beacon.Commit()
+	if d.eth.BlockChain().CurrentBlock().Number.Uint64() == before {
+		return common.Hash{}, errors.New("evmdevnet: no block was sealed")
+	}
+	return h, nil
+}
+
+// HTTPURL returns the node's HTTP JSON-RPC endpoint.
+func (d *Devnet) HTTPURL() string { return d.stack.HTTPEndpoint() }
+
+// WSURL returns the node's WebSocket JSON-RPC endpoint.
+func (d *Devnet) WSURL() string { return d.stack.WSEndpoint() }
+
+// Accounts returns the prefunded dev accounts.
+func (d *Devnet) Accounts() []Account { return d.accounts }
+
+// ChainID returns the chain id.
+func (d *Devnet) ChainID() *big.Int { return new(big.Int).Set(d.chainID) }
+
+// Close stops sealing and traffic and closes the node. It is idempotent.
+func (d *Devnet) Close() error {
+	d.once.Do(func() {
+		close(d.stop)
+		d.wg.Wait()
+		if d.beacon != nil {
+			d.beacon.Stop()
+		}
+		d.closeErr = d.stack.Close()
+	})
+	return d.closeErr
+}
+
+// warnOnly passes the node's warnings and errors on; its info and debug
+// lines are too chatty for a gateway's log.
+type warnOnly struct{ slog.Handler }
+
+func (w warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnOnly) WithAttrs(a []slog.Attr) slog.Handler { return warnOnly{w.Handler.WithAttrs(a)} }
+func (w warnOnly) WithGroup(n string) slog.Handler      { return warnOnly{w.Handler.WithGroup(n)} }
