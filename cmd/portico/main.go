@@ -1,0 +1,53 @@
+// Command portico runs the Portico gateway and its tools. main only wires
+// signals and exit codes; the work is done by the command types, so tests
+// can run the whole program in-process on port 0.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/porticohq/portico/config"
+)
+
+// CLI is the command line of portico.
+type CLI struct {
+	Serve   ServeCmd   `cmd:"" help:"Run the gateway (with embedded devnets where no upstream is configured)."`
+	Version VersionCmd `cmd:"" help:"Print the version."`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "portico:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses args and runs the chosen command.
+func run(ctx context.Context, args []string, stdout, stderr *os.File) error {
+	var cli CLI
+	parser, err := kong.New(&cli,
+		kong.Name("portico"),
+		kong.Description("Self-hosted multi-chain JSON-RPC gateway."),
+		kong.UsageOnError(),
+		kong.Writers(stdout, stderr),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+		kong.Bind(&Streams{Out: stdout, Err: stderr}),
+		kong.Vars{"default_listen": config.DefaultListen},
+	)
+	if err != nil {
+		return err
+	}
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		return err
+	}
+	return kctx.Run()
+}

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/chain/evm"
+	"github.com/porticohq/portico/chain/solana"
+	"github.com/porticohq/portico/chain/starknet"
+	"github.com/porticohq/portico/config"
+	"github.com/porticohq/portico/devnet/evmdevnet"
+	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/upstream"
+)
+
+// Streams are the command's standard output and error.
+type Streams struct {
+	Out io.Writer
+	Err io.Writer
+}
+
+// ServeCmd runs the gateway until interrupted.
+type ServeCmd struct {
+	Config  string `help:"YAML config file; without one the three built-in networks run on embedded defaults." type:"existingfile" env:"PORTICO_CONFIG"`
+	Listen  string `help:"Shared listener address (default ${default_listen}); each network also gets the next port of its own, or port 0 when this is port 0." env:"PORTICO_LISTEN"`
+	DataDir string `help:"Directory for persistent state (dev key, devnet chains); empty keeps nothing." type:"path" env:"PORTICO_DATA_DIR"`
+}
+
+// Run loads the config, starts serving and waits for ctx to end.
+func (c *ServeCmd) Run(ctx context.Context, s *Streams) error {
+	cfg := config.DefaultConfig()
+	if c.Config != "" {
+		var err error
+		if cfg, err = config.Load(c.Config); err != nil {
+			return err
+		}
+	}
+	if c.Listen != "" {
+		cfg.Listen = c.Listen
+	}
+	if c.DataDir != "" {
+		cfg.DataDir = c.DataDir
+	}
+	m := &Main{Config: cfg, Stdout: s.Out, Stderr: s.Err}
+	if err := m.Run(ctx); err != nil {
+		m.Close()
+		return err
+	}
+	<-ctx.Done()
+	return m.Close()
+}
+
+// Main is a running portico serve: it owns the listeners, the gateway and
+// the embedded devnets. Fill Config, call Run, and Close when done.
+type Main struct {
+	Config config.Config
+	Stdout io.Writer
+	Stderr io.Writer
+
+	// Set by Run.
+	Key      string     // the dev key, when Config has no keys
+	Shared   string     // the shared listener's address
+	Networks []Endpoint // one per network, in config order
+
+	log     *slog.Logger
+	gw      *gateway.Gateway
+	cache   *upstream.Cache
+	servers []*http.Server
+	closers []io.Closer
+	wg      sync.WaitGroup
+	once    sync.Once
+	err     error
+}
+
+// Endpoint is where a network is served.
+type Endpoint struct {
+	Name   string
+	Family portico.Family
+	// Addr is the network's own listener address; empty when it has none.
+	Addr string
+	// Host is the network's first Host name on the shared listener.
+	Host string
+}
+
+// Run validates the config, starts devnets and listeners, and prints one
+// ready line per network. It returns once everything serves.
+func (m *Main) Run(ctx context.Context) error {
+	cfg := &m.Config
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	m.log = newLogger(m.Stderr, cfg.Log)
+	if cfg.DataDir != "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return fmt.Errorf("data dir: %w", err)
+		}
+	}
+	keys, err := m.keys()
+	if err != nil {
+		return err
+	}
+	if cfg.Cache.MaxBytes > 0 {
+		m.cache = upstream.NewCache(cfg.Cache.MaxBytes)
+	}
+
+	var nets []*gateway.Network
+	for i := range cfg.Networks {
+		n, err := m.network(ctx, &cfg.Networks[i])
+		if err != nil {
+			return fmt.Errorf("network %s: %w", cfg.Networks[i].Name, err)
+		}
+		nets = append(nets, n)
+	}
+	l := cfg.Limits
+	m.gw = gateway.New(gateway.Config{
+		Keys:     keys,
+		Networks: nets,
+		Cache:    m.cache,
+		Logger:   m.log,
+		Limits: gateway.Limits{
+			MaxBodyBytes: l.MaxBodyBytes, MaxBatch: l.MaxBatch, MaxWSMessageBytes: l.MaxWSMessageBytes,
+			MaxConnections: l.MaxConnections, MaxWSConnections: l.MaxWSConnections,
+			ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout,
+			WSIdleTimeout: l.WSIdleTimeout,
+		},
+	})
+
+	addr, err := m.listen(cfg.Listen, m.gw.Handler())
+	if err != nil {
+		return err
+	}
+	m.Shared = addr
+	for i, n := range cfg.Networks {
+		ep := Endpoint{Name: n.Name, Family: n.Family, Host: n.HostNames()[0]}
+		if a := cfg.ListenAddr(i); a != "" {
+			if ep.Addr, err = m.listen(a, m.gw.NetworkHandler(n.Name)); err != nil {
+				return fmt.Errorf("network %s: %w", n.Name, err)
+			}
+		}
+		m.Networks = append(m.Networks, ep)
+	}
+	m.printReady()
+	return nil
+}
+
+// listen binds addr and serves h on it.
+func (m *Main) listen(addr string, h http.Handler) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	srv := m.gw.NewServer(h)
+	m.servers = append(m.servers, srv)
+	m.wg.Go(func() {
+		if err := srv.Serve(m.gw.Listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.log.Error("listener stopped", "addr", ln.Addr().String(), "err", err)
+		}
+	})
+	return ln.Addr().String(), nil
+}
+
+// keys returns the key set from config, or a dev key: kept in the data
+// directory when there is one, so it survives restarts.
+func (m *Main) keys() (*apikey.Set, error) {
+	if len(m.Config.Keys) > 0 {
+		var entries []apikey.Entry
+		for _, k := range m.Config.Keys {
+			e := apikey.Entry{Name: k.Name}
+			if k.Key != "" {
+				e.Hash = apikey.Sum(k.Key)
+			} else {
+				e.Hash, _ = apikey.ParseHash(k.Hash) // checked by Validate
+			}
+			entries = append(entries, e)
+		}
+		return apikey.NewSet(entries...), nil
+	}
+	key := apikey.Generate()
+	if dir := m.Config.DataDir; dir != "" {
+		path := filepath.Join(dir, "dev-key")
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil && apikey.Valid(strings.TrimSpace(string(b))):
+			key = strings.TrimSpace(string(b))
+		case err == nil || errors.Is(err, os.ErrNotExist):
+			if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+				return nil, fmt.Errorf("dev key: %w", err)
+			}
+		default:
+			return nil, fmt.Errorf("dev key: %w", err)
+		}
+	}
+	m.Key = key
+	return apikey.NewSet(apikey.Entry{Name: "dev", Hash: apikey.Sum(key)}), nil
+}
+
+// network builds one network: its method table and its upstream pool,
+// starting an embedded devnet when it has no upstream.
+func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network, error) {
+	var table portico.Table
+	switch n.Family {
+	case portico.FamilySolana:
+		table = solana.Table()
+	case portico.FamilyEVM:
+		table = evm.Table()
+	case portico.FamilyStarknet:
+		table = starknet.Table()
+	}
+	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{Allow: n.Methods, Costs: n.Costs, DefaultCost: n.DefaultCost})
+	if err != nil {
+		return nil, err
+	}
+	var members []upstream.Member
+	for _, u := range n.Upstreams {
+		node, err := upstream.Dial(u.URL, nil)
+		if err != nil {
+			return nil, err
+		}
+		name := u.Name
+		if name == "" {
+			name = upstream.Redact(u.URL)
+		}
+		members = append(members, upstream.Member{Name: name, Node: node})
+	}
+	if len(members) == 0 && !n.Devnet.Disabled {
+		member, err := m.devnet(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		if member != nil {
+			members = append(members, *member)
+		}
+	}
+	if len(members) == 0 {
+		m.log.Warn("network has no upstream; its calls fail until one is configured", "network", n.Name, "family", n.Family)
+	}
+	pool := upstream.NewPool(upstream.PoolConfig{
+		Network: n.Name, Members: members, Timeout: n.Timeout, AttemptTimeout: n.AttemptTimeout, Logger: m.log,
+	})
+	m.closers = append(m.closers, pool)
+	return &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Upstream: pool}, nil
+}
+
+// devnet starts the family's embedded devnet, if it has one, and returns
+// it as an upstream member reached over loopback like any remote node.
+func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member, error) {
+	if n.Family != portico.FamilyEVM {
+		return nil, nil
+	}
+	dc := evmdevnet.Config{
+		BlockPeriod: n.Devnet.BlockPeriod,
+		Accounts:    n.Devnet.Accounts,
+		Traffic:     n.Devnet.Traffic == nil || *n.Devnet.Traffic,
+		GenesisFile: n.Devnet.Genesis,
+		ChainRLP:    n.Devnet.ChainRLP,
+		Logger:      m.log.With("devnet", n.Name),
+	}
+	if m.Config.DataDir != "" {
+		dc.DataDir = filepath.Join(m.Config.DataDir, n.Name)
+	}
+	d, err := evmdevnet.New(dc)
+	if err != nil {
+		return nil, err
+	}
+	m.closers = append(m.closers, d)
+	if err := d.Start(ctx); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(m.Stdout, "%s: embedded go-ethereum devnet, chain id %s, prefunded dev accounts (test keys, never use them elsewhere):\n", n.Name, d.ChainID())
+	for _, a := range d.Accounts() {
+		fmt.Fprintf(m.Stdout, "  %s  key %s\n", a.Address.Hex(), a.KeyHex())
+	}
+	return &upstream.Member{Name: n.Name + "/embedded", Node: upstream.NewHTTP(d.HTTPURL(), nil)}, nil
+}
+
+// probe is a harmless call per family for the ready line's curl.
+var probe = map[portico.Family]string{
+	portico.FamilySolana:   "getSlot",
+	portico.FamilyEVM:      "eth_blockNumber",
+	portico.FamilyStarknet: "starknet_blockNumber",
+}
+
+// printReady prints one line per network with its URLs and a curl.
+func (m *Main) printReady() {
+	key := m.Key
+	if key == "" {
+		key = "<API_KEY>"
+	}
+	_, port, _ := net.SplitHostPort(m.Shared)
+	fmt.Fprintf(m.Stdout, "portico ready on %s (networks by Host: <network>.localhost:%s)\n", m.Shared, port)
+	if m.Key != "" {
+		where := "not persisted: pass --data-dir to keep it"
+		if m.Config.DataDir != "" {
+			where = "stored in " + filepath.Join(m.Config.DataDir, "dev-key")
+		}
+		fmt.Fprintf(m.Stdout, "dev API key %s (%s)\n", m.Key, where)
+	}
+	for _, ep := range m.Networks {
+		base := "http://" + ep.Host + ":" + port
+		if ep.Addr != "" {
+			base = "http://" + ep.Addr
+		}
+		httpURL := base + "/v3/" + key
+		wsURL := "ws" + strings.TrimPrefix(base, "http") + "/ws/v3/" + key
+		fmt.Fprintf(m.Stdout, "%-16s %s  %s  curl -s %s -H 'Content-Type: application/json' -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"}'\n",
+			ep.Name, httpURL, wsURL, httpURL, probe[ep.Family])
+	}
+}
+
+// Close stops listeners, then upstreams and devnets, and waits. Calls after
+// the first return the first call's result.
+func (m *Main) Close() error {
+	m.once.Do(func() { m.err = m.close() })
+	return m.err
+}
+
+func (m *Main) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if m.gw != nil {
+		m.gw.Close()
+	}
+	var errs []error
+	for _, s := range m.servers {
+		if err := s.Shutdown(ctx); err != nil {
+			errs = append(errs, s.Close())
+		}
+	}
+	m.wg.Wait()
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		errs = append(errs, m.closers[i].Close())
+	}
+	if m.cache != nil {
+		m.cache.Close()
+	}
+	return errors.Join(errs...)
+}
+
+func newLogger(w io.Writer, c config.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

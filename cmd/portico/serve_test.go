@@ -1,0 +1,86 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/porticohq/portico/config"
+)
+
+// TestServeDefaults runs serve on the built-in config: three networks, a
+// dev key, ready lines whose curl works, the shared listener routing by
+// Host.
+func TestServeDefaults(t *testing.T) {
+	s := start(t, config.DefaultConfig())
+	out := s.stdout.String()
+	if !strings.Contains(out, "portico ready on "+s.m.Shared) || !strings.Contains(out, "dev API key "+s.m.Key) {
+		t.Fatalf("stdout:\n%s", out)
+	}
+	want := map[string]struct {
+		status int
+		prefix string
+	}{
+		"evm-devnet":      {200, `{"jsonrpc":"2.0","id":1,"result":"0x`},
+		"solana-devnet":   {502, `{"jsonrpc":"2.0","id":1,"error":{"code":-32045,"message":"no upstream configured for network solana-devnet"}}`},
+		"starknet-devnet": {502, `{"jsonrpc":"2.0","id":1,"error":{"code":-32045,"message":"no upstream configured for network starknet-devnet"}}`},
+	}
+	seen := 0
+	for _, line := range strings.Split(out, "\n") {
+		m := readyRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		seen++
+		name, httpURL, key, wsURL, curlURL, body := m[1], m[2], m[3], m[4], m[6], m[7]
+		if key != s.m.Key || m[5] != s.m.Key || curlURL != httpURL || httpURL != s.url(t, name) || wsURL != s.wsURL(t, name) {
+			t.Errorf("ready line %q", line)
+		}
+		w := want[name]
+		if status, got := post(t, curlURL, body); status != w.status || !strings.HasPrefix(got, w.prefix) {
+			t.Errorf("%s: curl gave %d %s", name, status, got)
+		}
+	}
+	if seen != 3 {
+		t.Fatalf("%d ready lines in:\n%s", seen, out)
+	}
+
+	// The shared listener finds the network by Host.
+	req, _ := http.NewRequest(http.MethodPost, "http://"+s.m.Shared+"/v3/"+s.m.Key,
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"evm_chainId"}`))
+	req.Host = "evm-devnet.localhost"
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("shared listener: %d", resp.StatusCode)
+	}
+}
+
+// TestDevKeyPersists checks that the dev key is kept in the data directory,
+// private to its owner, and reused.
+func TestDevKeyPersists(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.DefaultConfig()
+	cfg.DataDir = dir
+	cfg.Networks = []config.Network{{Name: "evm-devnet", Family: "evm", Devnet: config.Devnet{Disabled: true}}}
+	s1 := start(t, cfg)
+	key := s1.m.Key
+	s1.m.Close()
+	fi, err := os.Stat(filepath.Join(dir, "dev-key"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("dev-key: %v %v", fi, err)
+	}
+	s2 := start(t, cfg)
+	if s2.m.Key != key {
+		t.Fatalf("key changed across restarts")
+	}
+	if !strings.Contains(s2.stdout.String(), "stored in "+filepath.Join(dir, "dev-key")) {
+		t.Fatalf("stdout:\n%s", s2.stdout)
+	}
+}

@@ -1,0 +1,22 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+// VersionCmd prints the module version and the Go version.
+type VersionCmd struct{}
+
+// Run prints the version.
+func (c *VersionCmd) Run(s *Streams) error {
+	version, goVersion := "(devel)", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		goVersion = bi.GoVersion
+	}
+	_, err := fmt.Fprintf(s.Out, "portico %s %s\n", version, goVersion)
+	return err
+}
