@@ -73,6 +73,8 @@ type Main struct {
 	Key      string     // the dev key, when Config has no keys
 	Shared   string     // the shared listener's address
 	Networks []Endpoint // one per network, in config order
+	// Devnets are the embedded EVM devnets, by network name.
+	Devnets map[string]*evmdevnet.Devnet
 
 	log     *slog.Logger
 	gw      *gateway.Gateway
@@ -275,6 +277,10 @@ func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member,
 		return nil, err
 	}
 	m.closers = append(m.closers, d)
+	if m.Devnets == nil {
+		m.Devnets = map[string]*evmdevnet.Devnet{}
+	}
+	m.Devnets[n.Name] = d
 	if err := d.Start(ctx); err != nil {
 		return nil, err
 	}
