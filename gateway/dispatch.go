@@ -91,7 +91,7 @@ func (g *Gateway) appendOutcome(dst []byte, id jsontext.Value, out outcome, sing
 		return jsonrpc.AppendResult(dst, id, out.result), 200
 	}
 	e, status, known := wireError(out.err)
-	if !known {
+	if !known && !errors.Is(out.err, context.Canceled) {
 		g.log.Error("internal error", "err", out.err)
 	}
 	if !single {

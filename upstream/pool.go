@@ -96,11 +96,11 @@ func (p *Pool) Len() int { return len(p.members) }
 
 // Call sends a call to the pool's nodes until one answers. Errors other than
 // a node's JSON-RPC error are *portico.UpstreamError.
-func (p *Pool) Call(ctx context.Context, method string, params jsontext.Value) (jsontext.Value, error) {
+func (p *Pool) Call(caller context.Context, method string, params jsontext.Value) (jsontext.Value, error) {
 	if len(p.members) == 0 {
 		return nil, &portico.UpstreamError{Network: p.network, Err: portico.ErrNoUpstream}
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	ctx, cancel := context.WithTimeout(caller, p.timeout)
 	defer cancel()
 
 	var last error
@@ -117,8 +117,13 @@ func (p *Pool) Call(ctx context.Context, method string, params jsontext.Value) (
 			m.ok()
 			return res, err
 		}
-		err = classify(actx, err)
 		acancel()
+		if caller.Err() != nil {
+			// The caller gave up (a client went away): not the node's
+			// fault, and nobody is waiting for failover.
+			return nil, caller.Err()
+		}
+		err = classify(actx, err)
 		m.fail(p.now())
 		p.log.Warn("upstream failed", "network", p.network, "upstream", m.Name, "method", method, "err", err)
 		last, lastName = err, m.Name

@@ -94,7 +94,7 @@ func trivial(ctx context.Context, c *cli) error {
 // geth runs the embedded go-ethereum devnet with traffic and measures a
 // real transaction lookup.
 func geth(ctx context.Context, c *cli) error {
-	d, err := evmdevnet.New(evmdevnet.Config{Traffic: true, BlockPeriod: time.Hour})
+	d, err := evmdevnet.New(evmdevnet.Config{BlockPeriod: -1})
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,10 @@ func geth(ctx context.Context, c *cli) error {
 	}
 	defer ec.Close()
 	var hash string
-	for i := 0; i < 20 && hash == ""; i++ {
+	for i := 0; i < 3 && hash == ""; i++ {
+		if _, err := d.SendTraffic(ctx); err != nil {
+			return err
+		}
 		h, err := d.Commit()
 		if err != nil {
 			return err
@@ -120,7 +123,6 @@ func geth(ctx context.Context, c *cli) error {
 		if len(b.Transactions()) > 0 {
 			hash = h.Hex()
 		}
-		time.Sleep(200 * time.Millisecond) // let traffic reach the pool
 	}
 	if hash == "" {
 		return fmt.Errorf("devnet sealed no block with transactions")
@@ -232,7 +234,7 @@ func startPortico(ctx context.Context, c *cli, upstreams map[string]string) (*po
 	sc := bufio.NewScanner(out)
 	for len(p.urls) < len(upstreams) && sc.Scan() {
 		if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
-			p.urls[m[1]] = m[2]
+			p.urls[m[1]] = strings.Replace(m[2], "<API_KEY>", benchKey, 1)
 		}
 	}
 	if len(p.urls) < len(upstreams) {
