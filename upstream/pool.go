@@ -35,7 +35,8 @@ type PoolConfig struct {
 	AttemptTimeout time.Duration
 	// Logger receives failover events; nil discards them.
 	Logger *slog.Logger
-	// Now is the clock for health backoff; nil means time.Now.
+	// Now is the clock for health backoff (not for timeouts); nil means
+	// time.Now.
 	Now func() time.Time
 }
 
@@ -100,16 +101,15 @@ func (p *Pool) Call(caller context.Context, method string, params jsontext.Value
 	if len(p.members) == 0 {
 		return nil, &portico.UpstreamError{Network: p.network, Err: portico.ErrNoUpstream}
 	}
-	ctx, cancel := context.WithTimeout(caller, p.timeout)
-	defer cancel()
-
+	// One deadline per attempt: the sooner of the call's and the node's.
+	deadline := time.Now().Add(p.timeout)
 	var last error
 	var lastName string
 	for _, m := range p.order() {
-		if ctx.Err() != nil {
+		if caller.Err() != nil || !time.Now().Before(deadline) {
 			break
 		}
-		actx, acancel := context.WithTimeout(ctx, p.attempt)
+		actx, acancel := context.WithDeadline(caller, minTime(deadline, time.Now().Add(p.attempt)))
 		res, err := m.Node.Call(actx, method, params)
 		var rpcErr *jsonrpc.Error
 		if err == nil || errors.As(err, &rpcErr) {
@@ -117,19 +117,22 @@ func (p *Pool) Call(caller context.Context, method string, params jsontext.Value
 			m.ok()
 			return res, err
 		}
+		err = classify(actx, err)
 		acancel()
 		if caller.Err() != nil {
 			// The caller gave up (a client went away): not the node's
 			// fault, and nobody is waiting for failover.
 			return nil, caller.Err()
 		}
-		err = classify(actx, err)
 		m.fail(p.now())
 		p.log.Warn("upstream failed", "network", p.network, "upstream", m.Name, "method", method, "err", err)
 		last, lastName = err, m.Name
 	}
+	if caller.Err() != nil {
+		return nil, caller.Err()
+	}
 	if last == nil {
-		last = &failure{kind: portico.ErrUpstreamTimeout, cause: ctx.Err()}
+		last = &failure{kind: portico.ErrUpstreamTimeout, cause: context.DeadlineExceeded}
 	}
 	return nil, &portico.UpstreamError{Network: p.network, Upstream: lastName, Err: last}
 }
@@ -189,4 +192,11 @@ func (p *Pool) Close() error {
 		errs = append(errs, m.Node.Close())
 	}
 	return errors.Join(errs...)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

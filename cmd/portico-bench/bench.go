@@ -222,6 +222,9 @@ func startPortico(ctx context.Context, c *cli, upstreams map[string]string) (*po
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, c.Portico, "serve", "--config", path)
+	if c.Pprof != "" {
+		cmd.Args = append(cmd.Args, "--pprof", c.Pprof)
+	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

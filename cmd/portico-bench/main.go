@@ -25,6 +25,7 @@ type cli struct {
 	Warmup      time.Duration `help:"warm-up per round." default:"1s"`
 	Concurrency int           `help:"concurrent clients." default:"16"`
 	Rounds      int           `help:"rounds per target; the median is reported." default:"3"`
+	Pprof       string        `help:"pass --pprof ADDR to portico, to profile it during the run."`
 }
 
 func main() {

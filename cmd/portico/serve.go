@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,7 @@ type ServeCmd struct {
 	Config  string `help:"YAML config file; without one the three built-in networks run on embedded defaults." type:"existingfile" env:"PORTICO_CONFIG"`
 	Listen  string `help:"Shared listener address (default ${default_listen}); each network also gets the next port of its own, or port 0 when this is port 0." env:"PORTICO_LISTEN"`
 	DataDir string `help:"Directory for persistent state (dev key, devnet chains); empty keeps nothing." type:"path" env:"PORTICO_DATA_DIR"`
+	Pprof   string `help:"Serve Go's profiling endpoints (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off when empty." env:"PORTICO_PPROF"`
 }
 
 // Run loads the config, starts serving and waits for ctx to end.
@@ -52,6 +54,19 @@ func (c *ServeCmd) Run(ctx context.Context, s *Streams) error {
 	}
 	if c.DataDir != "" {
 		cfg.DataDir = c.DataDir
+	}
+	if c.Pprof != "" {
+		ln, err := net.Listen("tcp", c.Pprof)
+		if err != nil {
+			return fmt.Errorf("pprof: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
 	}
 	m := &Main{Config: cfg, Stdout: s.Out, Stderr: s.Err}
 	if err := m.Run(ctx); err != nil {
