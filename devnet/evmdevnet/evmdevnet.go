@@ -91,8 +91,10 @@ type Devnet struct {
 	once     sync.Once
 	closeErr error
 
-	trafficMu sync.Mutex // one round at a time; guards deployed
+	trafficMu sync.Mutex // one round at a time; guards deployed and sender
 	deployed  bool
+	sender    *evmtx.Sender
+	client    *ethclient.Client
 }
 
 var _ io.Closer = (*Devnet)(nil)
@@ -258,7 +260,9 @@ func (d *Devnet) seal() {
 		case <-t.C:
 		}
 		if d.cfg.Traffic {
-			ctx, cancel := context.WithTimeout(context.Background(), period)
+			// A round takes a few milliseconds once the blob proofs are
+			// made; the first takes about a second.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			if _, err := d.SendTraffic(ctx); err != nil {
 				d.log.Warn("devnet traffic failed", "err", err)
 			}
@@ -276,13 +280,15 @@ func (d *Devnet) seal() {
 func (d *Devnet) SendTraffic(ctx context.Context) ([]common.Hash, error) {
 	d.trafficMu.Lock()
 	defer d.trafficMu.Unlock()
-	client := ethclient.NewClient(d.stack.Attach())
-	defer client.Close()
-	keys := make([]*ecdsa.PrivateKey, 6)
-	for i := range keys {
-		keys[i] = d.accounts[i].Key
+	if d.sender == nil {
+		keys := make([]*ecdsa.PrivateKey, 6)
+		for i := range keys {
+			keys[i] = d.accounts[i].Key
+		}
+		d.client = ethclient.NewClient(d.stack.Attach())
+		d.sender = &evmtx.Sender{Client: d.client, ChainID: d.chainID, Keys: keys}
 	}
-	s := &evmtx.Sender{Client: client, ChainID: d.chainID, Keys: keys}
+	s := d.sender
 	hashes, err := s.Round(ctx)
 	if err != nil {
 		return hashes, err
@@ -337,6 +343,11 @@ func (d *Devnet) Close() error {
 	d.once.Do(func() {
 		close(d.stop)
 		d.wg.Wait()
+		d.trafficMu.Lock()
+		if d.client != nil {
+			d.client.Close()
+		}
+		d.trafficMu.Unlock()
 		if d.beacon != nil {
 			d.beacon.Stop()
 		}

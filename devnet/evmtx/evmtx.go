@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+	"sync"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
@@ -33,6 +34,12 @@ type Sender struct {
 	Client  *ethclient.Client
 	ChainID *big.Int
 	Keys    []*ecdsa.PrivateKey
+
+	// The blob and its proofs are the same every round and cost about a
+	// second to compute: made once.
+	sidecarsOnce sync.Once
+	sidecars     []*types.BlobTxSidecar
+	sidecarsErr  error
 }
 
 // Round sends one transaction of each type, 0 to 4, and returns their
@@ -156,26 +163,12 @@ func (s *Sender) send(ctx context.Context, key *ecdsa.PrivateKey, build func(non
 // cell proofs in the sidecar, earlier ones a blob proof: the cell-proof form
 // is tried first and the other on a sidecar-version refusal.
 func (s *Sender) blob(ctx context.Context, f fees, to common.Address) (*types.Transaction, error) {
-	var blob kzg4844.Blob
-	copy(blob[:], "portico blob")
-	commit, err := kzg4844.BlobToCommitment(&blob)
-	if err != nil {
-		return nil, err
-	}
-	cellProofs, err := kzg4844.ComputeCellProofs(&blob)
-	if err != nil {
-		return nil, err
-	}
-	blobProof, err := kzg4844.ComputeBlobProof(&blob, commit)
-	if err != nil {
-		return nil, err
-	}
-	sidecars := []*types.BlobTxSidecar{
-		types.NewBlobTxSidecar(types.BlobSidecarVersion1, []kzg4844.Blob{blob}, []kzg4844.Commitment{commit}, cellProofs),
-		types.NewBlobTxSidecar(types.BlobSidecarVersion0, []kzg4844.Blob{blob}, []kzg4844.Commitment{commit}, []kzg4844.Proof{blobProof}),
+	s.sidecarsOnce.Do(func() { s.sidecars, s.sidecarsErr = makeSidecars() })
+	if s.sidecarsErr != nil {
+		return nil, s.sidecarsErr
 	}
 	var lastErr error
-	for _, sc := range sidecars {
+	for _, sc := range s.sidecars {
 		tx, err := s.send(ctx, s.Keys[3], func(n uint64) (types.TxData, error) {
 			return &types.BlobTx{ChainID: uint256.MustFromBig(s.ChainID), Nonce: n,
 				GasTipCap: uint256.MustFromBig(f.tip), GasFeeCap: uint256.MustFromBig(f.cap), Gas: 21000,
@@ -190,4 +183,27 @@ func (s *Sender) blob(ctx context.Context, f fees, to common.Address) (*types.Tr
 		}
 	}
 	return nil, errors.Join(errors.New("blob transaction refused"), lastErr)
+}
+
+// makeSidecars returns one blob with both proof forms: cell proofs
+// (version 1) first, then the blob proof (version 0).
+func makeSidecars() ([]*types.BlobTxSidecar, error) {
+	var blob kzg4844.Blob
+	copy(blob[:], "portico blob")
+	commit, err := kzg4844.BlobToCommitment(&blob)
+	if err != nil {
+		return nil, err
+	}
+	cellProofs, err := kzg4844.ComputeCellProofs(&blob)
+	if err != nil {
+		return nil, err
+	}
+	blobProof, err := kzg4844.ComputeBlobProof(&blob, commit)
+	if err != nil {
+		return nil, err
+	}
+	return []*types.BlobTxSidecar{
+		types.NewBlobTxSidecar(types.BlobSidecarVersion1, []kzg4844.Blob{blob}, []kzg4844.Commitment{commit}, cellProofs),
+		types.NewBlobTxSidecar(types.BlobSidecarVersion0, []kzg4844.Blob{blob}, []kzg4844.Commitment{commit}, []kzg4844.Proof{blobProof}),
+	}, nil
 }
