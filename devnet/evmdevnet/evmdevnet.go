@@ -4,9 +4,9 @@
 // every type. The node serves JSON-RPC over HTTP and WebSocket on loopback,
 // so the gateway reaches it exactly as it reaches a remote node.
 //
-// Lifecycle: New builds the node and its chain (importing a chain file when
-// given) without serving; Start opens the RPC endpoints and starts sealing;
-// Close stops everything.
+// Lifecycle: New checks the configuration and has no side effects; Start
+// opens the database, serves RPC, imports a chain file when given and
+// starts sealing; Close stops every goroutine and closes the database.
 package evmdevnet
 
 import (
@@ -55,12 +55,20 @@ type Config struct {
 	// Accounts is the number of prefunded dev accounts; 0 means 10 (at
 	// least 7 are made, as traffic needs them).
 	Accounts int
-	// Traffic sends a round of transactions of every type each period.
+	// Traffic sends a round of transactions of every type before each
+	// periodic block. It needs a positive BlockPeriod; with a negative one,
+	// call SendTraffic and Commit instead.
 	Traffic bool
 	// GenesisFile starts the chain from a genesis.json instead of the dev
-	// genesis; ChainRLP, if set, is a file of RLP blocks imported on top.
+	// genesis. The dev accounts are then still derived but funded only if
+	// that genesis funds them, so traffic on such a chain fails (and is
+	// logged). New blocks build on the imported head, with the current time
+	// as their timestamp.
 	GenesisFile string
-	ChainRLP    string
+	// ChainRLP, if set, is a file of RLP-encoded blocks (as `geth export`
+	// writes) that Start imports on top of the genesis, and indexes, before
+	// it returns. Blocks the data directory already holds are skipped.
+	ChainRLP string
 	// Logger receives the node's warnings and errors; nil discards them.
 	Logger *slog.Logger
 }
@@ -74,7 +82,8 @@ type Account struct {
 // KeyHex returns the private key as 0x-prefixed hex.
 func (a Account) KeyHex() string { return hexutil.Encode(crypto.FromECDSA(a.Key)) }
 
-// Devnet is a running dev node.
+// Devnet is an embedded go-ethereum dev node: built by New, serving from
+// Start until Close.
 type Devnet struct {
 	cfg      Config
 	stack    *node.Node
@@ -84,10 +93,15 @@ type Devnet struct {
 	chainID  *big.Int
 	log      *slog.Logger
 
+	genesisSpec *core.Genesis
+
 	commitMu sync.Mutex
 	stop     chan struct{}
+	ctx      context.Context // canceled by Close, so a traffic round ends with it
+	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-	started  bool
+	started  bool // set by Start; Commit and SendTraffic need it
+	closed   bool // set by Close under commitMu
 	once     sync.Once
 	closeErr error
 
@@ -99,7 +113,9 @@ type Devnet struct {
 
 var _ io.Closer = (*Devnet)(nil)
 
-// New builds the node and its chain. Nothing is served until Start.
+// New checks the configuration, derives the dev accounts and reads the
+// genesis. It starts nothing and opens no database; Close is safe, and a
+// no-op, on a Devnet that was never started.
 func New(cfg Config) (*Devnet, error) {
 	if cfg.BlockPeriod == 0 {
 		cfg.BlockPeriod = 2 * time.Second
@@ -112,6 +128,7 @@ func New(cfg Config) (*Devnet, error) {
 		cfg.ChainID = 1337
 	}
 	d := &Devnet{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -126,44 +143,12 @@ func New(cfg Config) (*Devnet, error) {
 	}
 	d.chainID = genesis.Config.ChainID
 
-	nodeConf := node.DefaultConfig
-	nodeConf.Name = "portico-devnet"
-	nodeConf.DataDir = cfg.DataDir
-	nodeConf.P2P = p2p.Config{NoDiscovery: true, MaxPeers: 0, ListenAddr: ""}
-	nodeConf.HTTPHost, nodeConf.HTTPPort = "127.0.0.1", 0
-	nodeConf.WSHost, nodeConf.WSPort = "127.0.0.1", 0
-	nodeConf.HTTPModules = []string{"eth", "net", "web3", "debug", "txpool"}
-	nodeConf.WSModules = nodeConf.HTTPModules
-	nodeConf.HTTPVirtualHosts = []string{"*"}
-	nodeConf.HTTPCors = []string{"*"}
-	nodeConf.WSOrigins = []string{"*"}
-	nodeConf.AuthPort = 0
-	nodeConf.IPCPath = ""
-	nodeConf.Logger = log.NewLogger(warnOnly{d.log.Handler()})
-	stack, err := node.New(&nodeConf)
-	if err != nil {
-		return nil, fmt.Errorf("evmdevnet: %w", err)
-	}
-	ethConf := ethconfig.Defaults
-	ethConf.Genesis = genesis
-	ethConf.NetworkId = d.chainID.Uint64()
-	ethConf.SyncMode = ethconfig.FullSync
-	ethConf.TxPool.NoLocals = true
-	ethConf.Miner.GasPrice = big.NewInt(1)
-	backend, err := eth.New(stack, &ethConf)
-	if err != nil {
-		stack.Close()
-		return nil, fmt.Errorf("evmdevnet: %w", err)
-	}
-	filterSystem := filters.NewFilterSystem(backend.APIBackend, filters.Config{})
-	stack.RegisterAPIs([]rpc.API{{Namespace: "eth", Service: filters.NewFilterAPI(filterSystem)}})
-	d.stack, d.eth = stack, backend
 	if cfg.ChainRLP != "" {
-		if err := d.importChain(cfg.ChainRLP); err != nil {
-			stack.Close()
-			return nil, err
+		if _, err := os.Stat(cfg.ChainRLP); err != nil {
+			return nil, fmt.Errorf("evmdevnet: %w", err)
 		}
 	}
+	d.genesisSpec = genesis
 	return d, nil
 }
 
@@ -229,10 +214,61 @@ func (d *Devnet) importChain(path string) error {
 	return nil
 }
 
-// Start serves RPC and starts sealing blocks (and traffic, if configured).
+// Start opens the node's database, serves RPC on loopback, imports the
+// chain file if one is configured, and starts sealing blocks (and traffic,
+// if configured). The endpoints are bound before the import, but their
+// ports are unknown to callers until Start returns. It may be called once;
+// ctx bounds the start only.
 func (d *Devnet) Start(ctx context.Context) error {
-	if err := d.stack.Start(); err != nil {
+	if d.started || d.stack != nil {
+		return errors.New("evmdevnet: already started")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	nodeConf := node.DefaultConfig
+	nodeConf.Name = "portico-devnet"
+	nodeConf.DataDir = d.cfg.DataDir
+	nodeConf.P2P = p2p.Config{NoDiscovery: true, MaxPeers: 0, ListenAddr: ""}
+	nodeConf.HTTPHost, nodeConf.HTTPPort = "127.0.0.1", 0
+	nodeConf.WSHost, nodeConf.WSPort = "127.0.0.1", 0
+	nodeConf.HTTPModules = []string{"eth", "net", "web3", "debug", "txpool"}
+	nodeConf.WSModules = nodeConf.HTTPModules
+	nodeConf.HTTPVirtualHosts = []string{"*"}
+	nodeConf.HTTPCors = []string{"*"}
+	nodeConf.WSOrigins = []string{"*"}
+	nodeConf.AuthPort = 0
+	nodeConf.IPCPath = ""
+	nodeConf.Logger = log.NewLogger(warnOnly{d.log.Handler()})
+	stack, err := node.New(&nodeConf)
+	if err != nil {
 		return fmt.Errorf("evmdevnet: %w", err)
+	}
+	ethConf := ethconfig.Defaults
+	ethConf.Genesis = d.genesisSpec
+	ethConf.NetworkId = d.chainID.Uint64()
+	ethConf.SyncMode = ethconfig.FullSync
+	ethConf.TxPool.NoLocals = true
+	ethConf.Miner.GasPrice = big.NewInt(1)
+	backend, err := eth.New(stack, &ethConf)
+	if err != nil {
+		stack.Close()
+		return fmt.Errorf("evmdevnet: %w", err)
+	}
+	filterSystem := filters.NewFilterSystem(backend.APIBackend, filters.Config{})
+	stack.RegisterAPIs([]rpc.API{{Namespace: "eth", Service: filters.NewFilterAPI(filterSystem)}})
+	d.stack, d.eth = stack, backend
+	// From here on Close closes the node, which stops the backend.
+	if err := stack.Start(); err != nil {
+		return fmt.Errorf("evmdevnet: %w", err)
+	}
+	if d.cfg.ChainRLP != "" {
+		if err := d.importChain(d.cfg.ChainRLP); err != nil {
+			return err
+		}
+	}
+	if err := d.waitIndexed(ctx, ethConf.TransactionHistory); err != nil {
+		return err
 	}
 	beacon, err := catalyst.NewSimulatedBeacon(0, common.Address{}, d.eth)
 	if err != nil {
@@ -244,6 +280,36 @@ func (d *Devnet) Start(ctx context.Context) error {
 		d.wg.Go(d.seal)
 	}
 	return nil
+}
+
+// waitIndexed waits until the transaction indexer has caught up with the
+// head, so that a lookup of an unknown transaction answers null rather than
+// "transaction indexing is in progress" (the indexer runs in the
+// background, and an imported chain arrives all at once). history is the
+// number of recent blocks indexed, 0 for all.
+func (d *Devnet) waitIndexed(ctx context.Context, history uint64) error {
+	chain := d.eth.BlockChain()
+	head := chain.CurrentBlock().Number.Uint64()
+	if head == 0 {
+		return nil // go-ethereum indexes nothing until the first block
+	}
+	want := head + 1
+	if history != 0 {
+		want = min(want, history)
+	}
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		p, err := chain.TxIndexProgress()
+		if err != nil || p.Done() && p.Indexed >= want {
+			return nil // err: indexing is off, nothing to wait for
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("evmdevnet: waiting for the transaction index: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // seal commits a block every period, after sending a round of traffic.
@@ -262,7 +328,7 @@ func (d *Devnet) seal() {
 		if d.cfg.Traffic {
 			// A round takes a few milliseconds once the blob proofs are
 			// made; the first takes about a second.
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 			if _, err := d.SendTraffic(ctx); err != nil {
 				d.log.Warn("devnet traffic failed", "err", err)
 			}
@@ -280,6 +346,9 @@ func (d *Devnet) seal() {
 func (d *Devnet) SendTraffic(ctx context.Context) ([]common.Hash, error) {
 	d.trafficMu.Lock()
 	defer d.trafficMu.Unlock()
+	if !d.started || d.closed {
+		return nil, errors.New("evmdevnet: not running")
+	}
 	if d.sender == nil {
 		keys := make([]*ecdsa.PrivateKey, 6)
 		for i := range keys {
@@ -315,8 +384,8 @@ func (d *Devnet) StorageContract() common.Address {
 func (d *Devnet) Commit() (common.Hash, error) {
 	d.commitMu.Lock()
 	defer d.commitMu.Unlock()
-	if !d.started {
-		return common.Hash{}, errors.New("evmdevnet: not started")
+	if !d.started || d.closed {
+		return common.Hash{}, errors.New("evmdevnet: not running")
 	}
 	before := d.eth.BlockChain().CurrentBlock().Number.Uint64()
 	h := d.beacon.Commit()
@@ -326,11 +395,21 @@ func (d *Devnet) Commit() (common.Hash, error) {
 	return h, nil
 }
 
-// HTTPURL returns the node's HTTP JSON-RPC endpoint.
-func (d *Devnet) HTTPURL() string { return d.stack.HTTPEndpoint() }
+// HTTPURL returns the node's HTTP JSON-RPC endpoint, or "" before Start.
+func (d *Devnet) HTTPURL() string {
+	if !d.started {
+		return ""
+	}
+	return d.stack.HTTPEndpoint()
+}
 
-// WSURL returns the node's WebSocket JSON-RPC endpoint.
-func (d *Devnet) WSURL() string { return d.stack.WSEndpoint() }
+// WSURL returns the node's WebSocket JSON-RPC endpoint, or "" before Start.
+func (d *Devnet) WSURL() string {
+	if !d.started {
+		return ""
+	}
+	return d.stack.WSEndpoint()
+}
 
 // Accounts returns the prefunded dev accounts.
 func (d *Devnet) Accounts() []Account { return d.accounts }
@@ -338,20 +417,31 @@ func (d *Devnet) Accounts() []Account { return d.accounts }
 // ChainID returns the chain id.
 func (d *Devnet) ChainID() *big.Int { return new(big.Int).Set(d.chainID) }
 
-// Close stops sealing and traffic and closes the node. It is idempotent.
+// Close stops sealing and traffic and closes the node. It is idempotent,
+// and a no-op for a Devnet that was never started.
 func (d *Devnet) Close() error {
 	d.once.Do(func() {
 		close(d.stop)
+		d.cancel()
 		d.wg.Wait()
+		// Waiting for a traffic round or Commit in flight, then marking
+		// the devnet closed, keeps both from touching a closed node.
 		d.trafficMu.Lock()
+		defer d.trafficMu.Unlock()
+		d.commitMu.Lock()
+		defer d.commitMu.Unlock()
+		d.closed = true
 		if d.client != nil {
 			d.client.Close()
 		}
-		d.trafficMu.Unlock()
 		if d.beacon != nil {
 			d.beacon.Stop()
 		}
-		d.closeErr = d.stack.Close()
+		if d.stack != nil {
+			if err := d.stack.Close(); err != nil && !errors.Is(err, node.ErrNodeStopped) {
+				d.closeErr = fmt.Errorf("evmdevnet: %w", err)
+			}
+		}
 	})
 	return d.closeErr
 }
