@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,7 +90,60 @@ func trivial(ctx context.Context, c *cli) error {
 		{"eth_getTransactionByBlockHashAndIndex", "evm", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByBlockHashAndIndex","params":["0x9f0c3e9c5e3c4d1e8a3f1b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e","0x0"]}`)},
 		{fmt.Sprintf("getBlock (%d KB result)", len(block)>>10), "solana", []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"getBlock","params":[%d,{"encoding":"json","maxSupportedTransactionVersion":0}]}`, fixturenode.SlotSolders))},
 	}
-	return measure(ctx, c, "trivial upstream", upURL, gw, targets)
+	if err := measure(ctx, c, "trivial upstream", upURL, gw, targets); err != nil {
+		return err
+	}
+	// The same calls through a bare httputil.ReverseProxy: what a
+	// pass-through proxy on net/http costs in this setup, with no checks.
+	rp, err := startReverseProxy(ctx, upURL)
+	if err != nil {
+		return err
+	}
+	defer rp.stop()
+	return measure(ctx, c, "trivial upstream, bare net/http reverse proxy", upURL, rp, targets)
+}
+
+// reverseProxy serves httputil.ReverseProxy to target on a free port and
+// prints its address.
+func reverseProxy(target string) error {
+	u, err := url.Parse(target)
+	if err != nil {
+		return err
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 512}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr().String())
+	return http.Serve(ln, rp)
+}
+
+// startReverseProxy runs this binary as a reverse proxy in a child process.
+func startReverseProxy(ctx context.Context, target string) (*portico, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, "reverse-proxy", target)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &portico{cmd: cmd, urls: map[string]string{}}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		p.stop()
+		return nil, fmt.Errorf("reverse proxy did not start")
+	}
+	for _, n := range []string{"evm", "solana"} {
+		p.urls[n] = "http://" + sc.Text()
+	}
+	return p, nil
 }
 
 // geth runs the embedded go-ethereum devnet with traffic and measures a
