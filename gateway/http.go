@@ -140,7 +140,8 @@ func (g *Gateway) write(w http.ResponseWriter, r *http.Request, status int, body
 		_, _ = w.Write(body)
 	}
 	level := slog.LevelDebug
-	if status >= 500 {
+	if status >= 500 && r.Context().Err() == nil {
+		// A client that went away mid-call is not a server fault.
 		level = slog.LevelWarn
 	}
 	if g.log.Enabled(r.Context(), level) {
