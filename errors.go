@@ -3,6 +3,7 @@ package portico
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors of the gateway. The edge maps each to a JSON-RPC code and
@@ -26,6 +27,9 @@ var (
 	ErrNetworkUnknown = errors.New("portico: unknown network host")
 	// ErrClientTimeout means the client did not send its request in time.
 	ErrClientTimeout = errors.New("portico: client too slow")
+	// ErrMeteringUnavailable means calls cannot be charged (the counter or
+	// the journal failed), so they are refused rather than served unbilled.
+	ErrMeteringUnavailable = errors.New("portico: metering unavailable")
 )
 
 // ParamsError reports params that break a method's rules. It answers -32602,
@@ -127,3 +131,60 @@ func (e *UpstreamError) Error() string {
 
 // Unwrap returns the cause.
 func (e *UpstreamError) Unwrap() error { return e.Err }
+
+// Quota limits: the two ways a key runs out.
+const (
+	// QuotaDaily is the daily credit balance, reset at 00:00 UTC.
+	QuotaDaily = "daily"
+	// QuotaRate is the key's credits-per-second rate limit.
+	QuotaRate = "rate"
+)
+
+// QuotaError reports a call refused because its key has run out of credits
+// for the day or is over its rate limit. It answers HTTP 429 with code
+// -32005, and nothing is charged.
+type QuotaError struct {
+	// Limit is QuotaDaily or QuotaRate.
+	Limit string
+	// Key is the key's name (never the key).
+	Key string
+	// Cost is what the refused call or batch would have cost.
+	Cost int64
+	// Remaining and Daily describe the balance (QuotaDaily).
+	Remaining, Daily int64
+	// Rate is the credits-per-second limit (QuotaRate).
+	Rate int64
+	// ResetAt is when the daily balance is refilled (QuotaDaily).
+	ResetAt time.Time
+	// RetryAfter is how long to wait before the call can pass.
+	RetryAfter time.Duration
+}
+
+// Error says which limit was hit and when to try again.
+func (e *QuotaError) Error() string {
+	if e.Limit == QuotaRate {
+		return fmt.Sprintf("rate limit exceeded for key %q: %d credits per second, this call costs %d; retry after %s",
+			e.Key, e.Rate, e.Cost, e.RetryAfter.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("daily credit balance exhausted for key %q: this call costs %d, %d of %d credits left; resets at %s",
+		e.Key, e.Cost, e.Remaining, e.Daily, e.ResetAt.UTC().Format(time.RFC3339))
+}
+
+// ErrorCode returns -32005, the code hosted providers use for limits.
+func (e *QuotaError) ErrorCode() int { return -32005 }
+
+// ForbiddenError reports a call that the key's allowlists do not permit.
+type ForbiddenError struct {
+	// What is "method", "network" or "origin".
+	What string
+	// Value is the refused method, network or origin.
+	Value string
+}
+
+// Error names what is not allowed.
+func (e *ForbiddenError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("this API key is restricted by %s and the request has none", e.What)
+	}
+	return fmt.Sprintf("%s %q is not allowed for this API key", e.What, e.Value)
+}

@@ -86,6 +86,15 @@ func Check(key string) error {
 type Identity struct {
 	// Name is the key's label, safe to log.
 	Name string
+	// ID is the key's id in the key store; 0 for keys outside it.
+	ID int64
+	// DailyCredits is the balance granted each UTC day.
+	DailyCredits int64
+	// RatePerSecond bounds the credits spent per second; 0 means no bound.
+	RatePerSecond int64
+	// Methods, Networks and Origins restrict the key; empty means no
+	// restriction.
+	Methods, Networks, Origins []string
 }
 
 // Entry is one key of a Set, held as its digest.

@@ -1,0 +1,399 @@
+// Package metering charges calls in credits against each key's daily
+// balance and rate limit, and keeps per-day, per-method usage history.
+//
+// A charge goes through three parts:
+//
+//   - the Counter decides, exactly and atomically, whether the call fits the
+//     balance and the rate limit (in memory for one instance, in Redis for
+//     several);
+//   - the journal records it on disk before the call is forwarded, so a
+//     crash cannot lose it;
+//   - a flusher sums journal records into the store's usage table every
+//     FlushInterval, in one transaction with a checkpoint.
+//
+// Refunds go the same way with a negative amount.
+package metering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/store"
+)
+
+// Config configures a Meter.
+type Config struct {
+	// Counter holds balances and rate budgets; required.
+	Counter Counter
+	// Store receives usage history; required.
+	Store *store.Store
+	// JournalDir keeps the journal. Empty means no journal: charges made
+	// since the last flush are lost if the process dies (fine for an
+	// in-memory store, which loses everything anyway).
+	JournalDir string
+	// Instance names this instance's checkpoint in the store. Instances
+	// sharing a store need different names; required with JournalDir.
+	Instance string
+	// FlushInterval is how often usage reaches the store; 0 means 1s.
+	FlushInterval time.Duration
+	// Clock tells the UTC day; nil means time.Now.
+	Clock func() time.Time
+	// Logger receives flush errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// Item is one call to charge.
+type Item struct {
+	Method string
+	Cost   int64
+}
+
+// Bill is the outcome of a charge: what was charged and the balance after.
+type Bill struct {
+	KeyID int64
+	// Day is the UTC day charged, YYYY-MM-DD.
+	Day string
+	// Daily is the key's daily balance.
+	Daily int64
+	// Charged is what the calls cost, less refunds.
+	Charged int64
+	// Used is what the key has spent today, this charge included.
+	Used int64
+	// ResetAt is the next 00:00 UTC.
+	ResetAt time.Time
+}
+
+// Remaining is what is left of today's balance.
+func (b *Bill) Remaining() int64 { return max(0, b.Daily-b.Used) }
+
+type usageKey struct {
+	day    string
+	keyID  int64
+	method string
+}
+
+type delta struct{ calls, credits int64 }
+
+// Meter charges calls. It is safe for concurrent use.
+type Meter struct {
+	counter  Counter
+	store    *store.Store
+	instance string
+	interval time.Duration
+	clock    func() time.Time
+	log      *slog.Logger
+
+	mu      sync.Mutex // guards the fields below and journal writes
+	seq     int64
+	deltas  map[usageKey]delta
+	journal *journal
+	recs    []record
+
+	flushMu sync.Mutex // one flush at a time
+	covered []string   // segments in the store, not yet removed
+
+	stop    chan struct{}
+	done    chan struct{}
+	running atomic.Bool
+}
+
+// New builds a meter and, when there is a journal, replays into the store
+// whatever a previous run journaled but did not flush. It starts nothing;
+// call Run.
+func New(ctx context.Context, cfg Config) (*Meter, error) {
+	if cfg.Counter == nil || cfg.Store == nil {
+		return nil, errors.New("metering: Counter and Store are required")
+	}
+	if cfg.JournalDir != "" && cfg.Instance == "" {
+		return nil, errors.New("metering: Instance is required with JournalDir")
+	}
+	m := &Meter{
+		counter: cfg.Counter, store: cfg.Store, instance: cfg.Instance, interval: cfg.FlushInterval,
+		clock: cfg.Clock, log: cfg.Logger, deltas: map[usageKey]delta{},
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	if m.interval <= 0 {
+		m.interval = time.Second
+	}
+	if m.clock == nil {
+		m.clock = time.Now
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.JournalDir == "" {
+		return m, nil
+	}
+	if err := m.recover(ctx, cfg.JournalDir); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// recover replays journal records past the store's checkpoint, writes them
+// to the store and starts a fresh segment.
+func (m *Meter) recover(ctx context.Context, dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("metering: journal: %w", err)
+	}
+	checkpoint, err := m.store.Checkpoint(ctx, m.instance)
+	if err != nil {
+		return err
+	}
+	replayed := 0
+	maxSeq, err := replay(dir, func(r record) {
+		if r.seq > checkpoint {
+			m.add(r)
+			replayed++
+		}
+	})
+	if err != nil {
+		return err
+	}
+	m.seq = max(checkpoint, maxSeq)
+	old, err := segments(dir)
+	if err != nil {
+		return err
+	}
+	if replayed > 0 {
+		m.log.Info("metering: replayed journal records a previous run had not flushed", "records", replayed)
+	}
+	if err := m.store.AddUsage(ctx, m.rows(), m.instance, m.seq); err != nil {
+		return err
+	}
+	m.deltas = map[usageKey]delta{}
+	if m.journal, err = openJournal(dir, m.seq+1); err != nil {
+		return err
+	}
+	return m.journal.remove(old)
+}
+
+// add sums a record into the pending deltas.
+func (m *Meter) add(r record) {
+	k := usageKey{r.day, r.keyID, r.method}
+	d := m.deltas[k]
+	if r.refund {
+		d.calls--
+		d.credits -= r.credits
+	} else {
+		d.calls++
+		d.credits += r.credits
+	}
+	m.deltas[k] = d
+}
+
+// rows returns the pending deltas as store rows.
+func (m *Meter) rows() []store.Usage {
+	rows := make([]store.Usage, 0, len(m.deltas))
+	for k, d := range m.deltas {
+		if d.calls != 0 || d.credits != 0 {
+			rows = append(rows, store.Usage{Day: k.day, KeyID: k.keyID, Method: k.method, Calls: d.calls, Credits: d.credits})
+		}
+	}
+	return rows
+}
+
+// Day returns the UTC day of t and the following midnight.
+func Day(t time.Time) (string, time.Time) {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	return t.Format(time.DateOnly), time.Date(y, mo, d+1, 0, 0, 0, 0, time.UTC)
+}
+
+// Charge charges items to the key as one unit: all of them fit the
+// balance and the rate limit, or none is charged and the error is a
+// *portico.QuotaError. A counter or journal failure refuses the calls too
+// (portico.ErrMeteringUnavailable): nothing is served unbilled.
+func (m *Meter) Charge(ctx context.Context, id apikey.Identity, items []Item) (Bill, error) {
+	day, reset := Day(m.clock())
+	b := Bill{KeyID: id.ID, Day: day, Daily: id.DailyCredits, ResetAt: reset}
+	var total int64
+	for _, it := range items {
+		total += it.Cost
+	}
+	if total == 0 {
+		used, err := m.counter.Used(ctx, id.ID, day)
+		if err == nil && len(items) > 0 {
+			err = m.record(day, id.ID, items, false) // free calls are history too
+		}
+		if err != nil {
+			return b, m.unavailable(err)
+		}
+		b.Used = used
+		return b, nil
+	}
+	used, ok, err := m.counter.Reserve(ctx, id.ID, day, total, id.DailyCredits)
+	if err != nil {
+		return b, m.unavailable(err)
+	}
+	b.Used = used
+	if !ok {
+		return b, &portico.QuotaError{Limit: portico.QuotaDaily, Key: id.Name, Cost: total,
+			Remaining: b.Remaining(), Daily: id.DailyCredits, ResetAt: reset, RetryAfter: reset.Sub(m.clock())}
+	}
+	if id.RatePerSecond > 0 {
+		wait, ok, err := m.counter.Allow(ctx, id.ID, id.RatePerSecond, max(id.RatePerSecond, total), total)
+		if err == nil && !ok {
+			err = &portico.QuotaError{Limit: portico.QuotaRate, Key: id.Name, Cost: total, Rate: id.RatePerSecond, RetryAfter: wait}
+		}
+		if err != nil {
+			if rerr := m.counter.Refund(ctx, id.ID, day, total); rerr != nil {
+				m.log.Error("metering: refund after a refused rate check failed", "key", id.Name, "err", rerr)
+			}
+			var q *portico.QuotaError
+			if errors.As(err, &q) {
+				b.Used -= total
+				return b, err
+			}
+			return b, m.unavailable(err)
+		}
+	}
+	if err := m.record(day, id.ID, items, false); err != nil {
+		if rerr := m.counter.Refund(ctx, id.ID, day, total); rerr != nil {
+			m.log.Error("metering: refund after a journal failure failed", "key", id.Name, "err", rerr)
+		}
+		return b, m.unavailable(err)
+	}
+	b.Charged = total
+	return b, nil
+}
+
+// Refund gives back what it charged for a call that failed through no fault
+// of the caller, and updates b.
+func (m *Meter) Refund(ctx context.Context, b *Bill, it Item) error {
+	if it.Cost == 0 {
+		return nil
+	}
+	if err := m.counter.Refund(ctx, b.KeyID, b.Day, it.Cost); err != nil {
+		return err
+	}
+	b.Used -= it.Cost
+	b.Charged -= it.Cost
+	return m.record(b.Day, b.KeyID, []Item{it}, true)
+}
+
+// Balance returns the key's balance today without charging anything.
+func (m *Meter) Balance(ctx context.Context, id apikey.Identity) (Bill, error) {
+	return m.Charge(ctx, id, nil)
+}
+
+// record journals items and adds them to the pending deltas.
+func (m *Meter) record(day string, keyID int64, items []Item, refund bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recs = m.recs[:0]
+	for _, it := range items {
+		m.seq++
+		m.recs = append(m.recs, record{seq: m.seq, refund: refund, day: day, keyID: keyID, credits: it.Cost, method: it.Method})
+	}
+	if m.journal != nil {
+		if err := m.journal.write(m.recs); err != nil {
+			m.seq -= int64(len(m.recs))
+			return err
+		}
+	}
+	for _, r := range m.recs {
+		m.add(r)
+	}
+	return nil
+}
+
+func (m *Meter) unavailable(err error) error {
+	m.log.Error("metering unavailable: calls are refused", "err", err)
+	return fmt.Errorf("%w: %w", portico.ErrMeteringUnavailable, err)
+}
+
+// Flush writes pending usage to the store now.
+func (m *Meter) Flush(ctx context.Context) error {
+	m.flushMu.Lock()
+	defer m.flushMu.Unlock()
+	m.mu.Lock()
+	if len(m.deltas) == 0 {
+		m.mu.Unlock()
+		return nil
+	}
+	rows, seq := m.rows(), m.seq
+	pending := m.deltas
+	m.deltas = map[usageKey]delta{}
+	var old []string
+	if m.journal != nil {
+		var err error
+		if old, err = m.journal.rotate(seq + 1); err != nil {
+			m.deltas = pending
+			m.mu.Unlock()
+			return err
+		}
+	}
+	m.mu.Unlock()
+
+	if err := m.store.AddUsage(ctx, rows, m.instance, seq); err != nil {
+		// Put the deltas back; their journal lines stay on disk until a
+		// later flush covers them.
+		m.mu.Lock()
+		for k, d := range pending {
+			cur := m.deltas[k]
+			m.deltas[k] = delta{cur.calls + d.calls, cur.credits + d.credits}
+		}
+		m.mu.Unlock()
+		m.covered = append(m.covered, old...)
+		return err
+	}
+	if m.journal != nil {
+		if err := m.journal.remove(append(m.covered, old...)); err != nil {
+			return err
+		}
+		m.covered = nil
+	}
+	return nil
+}
+
+// Run flushes every FlushInterval until Close.
+func (m *Meter) Run() {
+	if !m.running.CompareAndSwap(false, true) {
+		return
+	}
+	defer close(m.done)
+	t := time.NewTicker(m.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if err := m.Flush(ctx); err != nil {
+				m.log.Error("metering: flush failed; will retry", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// Close stops Run (if it runs), flushes what is pending and closes the
+// journal.
+func (m *Meter) Close() error {
+	select {
+	case <-m.stop:
+		return nil
+	default:
+	}
+	close(m.stop)
+	if !m.running.CompareAndSwap(false, true) {
+		<-m.done // Run is running: wait for it
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := m.Flush(ctx)
+	if m.journal != nil {
+		err = errors.Join(err, m.journal.close())
+	}
+	return err
+}
