@@ -27,8 +27,15 @@ type Config struct {
 	// DataDir holds persistent state (dev key, devnet chains). Empty means
 	// nothing persists across restarts.
 	DataDir string `yaml:"data_dir"`
-	// Keys are the accepted API keys. With none, serve makes a dev key.
+	// Keys are API keys from config, imported into the key store at start
+	// (by digest). With none and an empty store, serve makes a dev key.
 	Keys []Key `yaml:"keys"`
+	// Store is where API keys and usage history live.
+	Store Store `yaml:"store"`
+	// Metering charges calls in credits.
+	Metering Metering `yaml:"metering"`
+	// Admin is the admin HTTP API.
+	Admin Admin `yaml:"admin"`
 	// Limits bound what one client can send.
 	Limits Limits `yaml:"limits"`
 	// Cache bounds the cache of immutable results.
@@ -45,6 +52,45 @@ type Key struct {
 	Name string `yaml:"name"`
 	Key  string `yaml:"key"`
 	Hash string `yaml:"hash"`
+	// DailyCredits is the key's daily balance; 0 means
+	// metering.default_daily_credits.
+	DailyCredits int64 `yaml:"daily_credits"`
+	// RatePerSecond bounds credits per second; 0 means no bound.
+	RatePerSecond int64 `yaml:"rate_per_second"`
+}
+
+// Store configures the key and usage store.
+type Store struct {
+	// Postgres is a PostgreSQL URL for instances that share one store.
+	// Empty keeps an SQLite file, portico.db, in the data directory (in
+	// memory when there is none).
+	Postgres string `yaml:"postgres"`
+	// KeyCacheTTL is how long an accepted key's settings are cached: a
+	// revoke or a new balance takes effect within it.
+	KeyCacheTTL time.Duration `yaml:"key_cache_ttl"`
+}
+
+// Metering configures credits, balances and rate limits.
+type Metering struct {
+	// Disabled turns metering off: calls are neither charged nor limited.
+	Disabled bool `yaml:"disabled"`
+	// Redis is a redis:// URL that instances share balances and rate
+	// limits through. Empty keeps them in this process.
+	Redis string `yaml:"redis"`
+	// FlushInterval is how often usage reaches the store.
+	FlushInterval time.Duration `yaml:"flush_interval"`
+	// DefaultDailyCredits is the balance of new keys that name none.
+	DefaultDailyCredits int64 `yaml:"default_daily_credits"`
+	// Instance names this instance's journal checkpoint in a shared store;
+	// empty derives a stable name kept in the data directory.
+	Instance string `yaml:"instance"`
+}
+
+// Admin configures the admin HTTP API on the shared listener (/admin/v1/).
+type Admin struct {
+	// Token is the bearer token of the admin API, usually
+	// ${PORTICO_ADMIN_TOKEN}. Empty turns the API off.
+	Token string `yaml:"token"`
 }
 
 // Limits bound requests and connections. Every limit has a clear error
@@ -158,8 +204,10 @@ func DefaultConfig() Config {
 			IdleTimeout:       120 * time.Second,
 			WSIdleTimeout:     10 * time.Minute,
 		},
-		Cache: Cache{MaxBytes: 64 << 20},
-		Log:   Log{Level: "info", Format: "text"},
+		Cache:    Cache{MaxBytes: 64 << 20},
+		Log:      Log{Level: "info", Format: "text"},
+		Store:    Store{KeyCacheTTL: 5 * time.Second},
+		Metering: Metering{FlushInterval: time.Second, DefaultDailyCredits: 3_000_000},
 		Networks: []Network{
 			{Name: SolanaDevnet, Family: portico.FamilySolana},
 			{Name: EVMDevnet, Family: portico.FamilyEVM},
@@ -234,7 +282,29 @@ func (c *Config) Validate() error {
 			if _, err := apikey.ParseHash(k.Hash); err != nil {
 				return fmt.Errorf("config: %s.hash: %v", field, err)
 			}
+		case k.DailyCredits < 0:
+			return fmt.Errorf("config: %s.daily_credits: must not be negative", field)
+		case k.RatePerSecond < 0:
+			return fmt.Errorf("config: %s.rate_per_second: must not be negative", field)
 		}
+	}
+	if c.Store.KeyCacheTTL <= 0 {
+		return errors.New("config: store.key_cache_ttl: must be positive")
+	}
+	if c.Metering.FlushInterval <= 0 {
+		return errors.New("config: metering.flush_interval: must be positive")
+	}
+	if c.Metering.DefaultDailyCredits < 0 {
+		return errors.New("config: metering.default_daily_credits: must not be negative")
+	}
+	if u := c.Metering.Redis; u != "" && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") && !strings.HasPrefix(u, "unix://") {
+		return errors.New("config: metering.redis: want a redis://, rediss:// or unix:// URL")
+	}
+	if u := c.Store.Postgres; u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		return errors.New("config: store.postgres: want a postgres:// URL")
+	}
+	if t := c.Admin.Token; t != "" && len(t) < 16 {
+		return errors.New("config: admin.token: use at least 16 characters")
 	}
 	l := c.Limits
 	for _, f := range []struct {

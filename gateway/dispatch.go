@@ -3,14 +3,17 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/upstream"
 )
 
@@ -30,42 +33,120 @@ type outcome struct {
 	err    error
 }
 
+// prepared is a call that passed every check and may be charged.
+type prepared struct {
+	m      *portico.Method
+	params jsontext.Value
+	// local answers the call in the gateway (portico_getCredits).
+	local bool
+}
+
+// MethodGetCredits answers the key's balance; it is free and is served on
+// every network, over both transports.
+const MethodGetCredits = "portico_getCredits"
+
+// billing is what metering says about a request, for the transport.
+type billing struct {
+	// bill is nil when nothing was metered.
+	bill *metering.Bill
+	// retryAfter is set when the key's limits refused the calls.
+	retryAfter time.Duration
+}
+
 // handle answers a request body, appending the response to dst. It returns
-// nil when nothing is to be sent (only notifications) and the HTTP status
-// the response should carry.
-func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]byte, int) {
+// nil when nothing is to be sent (only notifications), the HTTP status the
+// response should carry, and what metering said.
+func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]byte, int, billing) {
 	calls, batch, derr := jsonrpc.Decode(body)
 	if derr != nil {
 		e, status, _ := wireError(derr)
-		return jsonrpc.AppendError(dst, nil, e), status
+		return jsonrpc.AppendError(dst, nil, e), status, billing{}
 	}
 	if batch && len(calls) > g.limits.MaxBatch {
 		e, status, _ := wireError(&portico.LimitError{Limit: portico.LimitBatch, Max: int64(g.limits.MaxBatch), Got: int64(len(calls))})
-		return jsonrpc.AppendError(dst, nil, e), status
-	}
-	if !batch {
-		c := calls[0]
-		out := g.call(ctx, rq, &c)
-		if c.IsNotification() && c.Err == nil {
-			return nil, 204
-		}
-		return g.appendOutcome(dst, c.ID, out, true)
+		return jsonrpc.AppendError(dst, nil, e), status, billing{}
 	}
 
+	// Check every call first, then charge the accepted ones as one unit:
+	// a batch costs the sum of its calls, and bad calls cost nothing.
 	outs := make([]outcome, len(calls))
+	preps := make([]prepared, len(calls))
+	var items []metering.Item
+	for i := range calls {
+		p, err := g.prepare(rq, &calls[i])
+		if err != nil {
+			outs[i].err = err
+			continue
+		}
+		preps[i] = p
+		if g.meter != nil && !p.local {
+			items = append(items, metering.Item{Method: p.m.Name, Cost: int64(p.m.Cost)})
+		}
+	}
+	var bill *metering.Bill
+	var quota *portico.QuotaError
+	if g.meter != nil && len(items) > 0 {
+		b, err := g.meter.Charge(ctx, rq.id, items)
+		bill = &b
+		if err != nil {
+			errors.As(err, &quota)
+			for i := range calls {
+				if outs[i].err == nil && !preps[i].local {
+					outs[i].err = err
+					preps[i].m = nil
+				}
+			}
+		}
+	}
+
+	run := func(i int) {
+		if outs[i].err != nil {
+			return
+		}
+		if preps[i].local {
+			outs[i] = g.credits(ctx, rq)
+			return
+		}
+		outs[i] = g.forward(ctx, rq, preps[i])
+	}
 	if len(calls) == 1 {
-		outs[0] = g.call(ctx, rq, &calls[0])
+		run(0)
 	} else {
 		sem := make(chan struct{}, maxBatchParallel)
 		var wg sync.WaitGroup
 		for i := range calls {
+			if outs[i].err != nil {
+				continue
+			}
 			sem <- struct{}{}
 			wg.Go(func() {
-				outs[i] = g.call(ctx, rq, &calls[i])
+				run(i)
 				<-sem
 			})
 		}
 		wg.Wait()
+	}
+	if bill != nil && bill.Charged > 0 {
+		for i, o := range outs {
+			if o.err != nil && preps[i].m != nil && refundable(o.err) {
+				if err := g.meter.Refund(ctx, bill, metering.Item{Method: preps[i].m.Name, Cost: int64(preps[i].m.Cost)}); err != nil {
+					g.log.Error("refund failed", "key", rq.id.Name, "method", preps[i].m.Name, "err", err)
+				}
+			}
+		}
+	}
+
+	info := billing{bill: bill}
+	if quota != nil {
+		info.retryAfter = quota.RetryAfter
+	}
+	if !batch {
+		c := calls[0]
+		if c.IsNotification() && c.Err == nil {
+			return nil, 204, info
+		}
+		out, status := g.appendOutcome(dst, c.ID, outs[0], true)
+		return out, status, info
 	}
 	start := len(dst)
 	dst = append(dst, '[')
@@ -79,9 +160,30 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		dst, _ = g.appendOutcome(dst, c.ID, outs[i], false)
 	}
 	if len(dst) == start+1 {
-		return dst[:start], 204 // a batch of notifications gets no answer
+		return dst[:start], 204, info // a batch of notifications gets no answer
 	}
-	return append(dst, ']'), 200
+	status := 200
+	if quota != nil {
+		status = 429 // the whole batch was refused for its key's limits
+	}
+	return append(dst, ']'), status, info
+}
+
+// refundable reports whether a charged call failed through our fault or
+// the upstream's, not the caller's: no upstream, a dead or slow upstream,
+// an internal error. A node's JSON-RPC error is an answer and stays
+// charged; so does a call whose client went away.
+func refundable(err error) bool {
+	var up *portico.UpstreamError
+	var rpcErr *jsonrpc.Error
+	switch {
+	case errors.As(err, &up):
+		return true
+	case errors.As(err, &rpcErr), errors.Is(err, context.Canceled):
+		return false
+	}
+	_, _, known := wireError(err)
+	return !known
 }
 
 // appendOutcome writes one response object. For a single call the status
@@ -100,23 +202,35 @@ func (g *Gateway) appendOutcome(dst []byte, id jsontext.Value, out outcome, sing
 	return jsonrpc.AppendError(dst, id, e), status
 }
 
-// call serves one call: method, params, cache, upstream.
-func (g *Gateway) call(ctx context.Context, rq request, c *jsonrpc.Call) outcome {
+// prepare checks one call: envelope, method, the key's allowlist, params.
+func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 	if c.Err != nil {
-		return outcome{err: c.Err}
+		return prepared{}, c.Err
+	}
+	if c.Method == MethodGetCredits {
+		return prepared{local: true}, nil
 	}
 	m := rq.net.Methods.Lookup(c.Method)
 	if m == nil {
-		return outcome{err: &portico.MethodNotFoundError{Method: c.Method}}
+		return prepared{}, &portico.MethodNotFoundError{Method: c.Method}
+	}
+	if len(rq.id.Methods) > 0 && !rq.net.Methods.AnyOf(m, rq.id.Methods) {
+		return prepared{}, &portico.ForbiddenError{What: "method", Value: c.Method}
 	}
 	params := c.Params
 	if m.Params != nil {
 		p, err := m.Params(c.Params)
 		if err != nil {
-			return outcome{err: err}
+			return prepared{}, err
 		}
 		params = p
 	}
+	return prepared{m: m, params: params}, nil
+}
+
+// forward serves one prepared call from the cache or the upstream.
+func (g *Gateway) forward(ctx context.Context, rq request, p prepared) outcome {
+	m, params := p.m, p.params
 	var key string
 	if g.cache != nil && m.Cacheable != nil {
 		key = upstream.Key(rq.net.Name, m.Name, params)
@@ -139,4 +253,17 @@ func (g *Gateway) call(ctx context.Context, rq request, c *jsonrpc.Call) outcome
 		g.log.Debug("call", "network", rq.net.Name, "method", m.Name, "key", rq.id.Name, "bytes", len(res))
 	}
 	return outcome{result: res}
+}
+
+// credits answers portico_getCredits: the key's balance, without charge.
+func (g *Gateway) credits(ctx context.Context, rq request) outcome {
+	if g.meter == nil {
+		return outcome{result: jsontext.Value(`{"metered":false}`)}
+	}
+	b, err := g.meter.Balance(ctx, rq.id)
+	if err != nil {
+		return outcome{err: err}
+	}
+	return outcome{result: fmt.Appendf(nil, `{"metered":true,"daily":%d,"used":%d,"remaining":%d,"resetsAt":%q,"ratePerSecond":%d}`,
+		b.Daily, b.Used, b.Remaining(), b.ResetAt.Format(time.RFC3339), rq.id.RatePerSecond)}
 }

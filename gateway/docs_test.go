@@ -21,6 +21,9 @@ func TestErrorsDoc(t *testing.T) {
 		status string
 	}{
 		{gateway.CodeUnauthorized, "401"},
+		{gateway.CodeLimitExceeded, "429"},
+		{gateway.CodeForbidden, "403"},
+		{gateway.CodeMeteringDown, "503"},
 		{gateway.CodeBodyTooLarge, "413"},
 		{gateway.CodeBatchTooLarge, "413"},
 		{gateway.CodeTooManyConns, "503"},

@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -13,7 +15,9 @@ import (
 // The gateway's own JSON-RPC error codes. docs/errors.md is the reference
 // and a test keeps it in step with this table.
 const (
+	CodeLimitExceeded     = -32005
 	CodeUnauthorized      = -32040
+	CodeForbidden         = -32041
 	CodeBodyTooLarge      = -32042
 	CodeBatchTooLarge     = -32043
 	CodeTooManyConns      = -32044
@@ -24,6 +28,7 @@ const (
 	CodeWrongContentType  = -32049
 	CodeMethodNotAllowed  = -32050
 	CodeWSMessageTooLarge = -32051
+	CodeMeteringDown      = -32052
 )
 
 // wireError maps an error to what the client sees: a JSON-RPC error and an
@@ -32,12 +37,25 @@ const (
 // ours, so the caller logs the rest.
 func wireError(err error) (e *jsonrpc.Error, status int, known bool) {
 	var (
-		rpcErr   *jsonrpc.Error
-		limitErr *portico.LimitError
-		upErr    *portico.UpstreamError
-		coded    interface{ ErrorCode() int }
+		rpcErr    *jsonrpc.Error
+		limitErr  *portico.LimitError
+		upErr     *portico.UpstreamError
+		quotaErr  *portico.QuotaError
+		forbidErr *portico.ForbiddenError
+		coded     interface{ ErrorCode() int }
 	)
 	switch {
+	case errors.As(err, &quotaErr):
+		data := fmt.Appendf(nil, `{"limit":%q,"retryAfterMs":%d`, quotaErr.Limit, quotaErr.RetryAfter.Milliseconds())
+		if quotaErr.Limit == portico.QuotaDaily {
+			data = fmt.Appendf(data, `,"resetsAt":%q`, quotaErr.ResetAt.UTC().Format(time.RFC3339))
+		}
+		return &jsonrpc.Error{Code: CodeLimitExceeded, Message: quotaErr.Error(), Data: append(data, '}')}, http.StatusTooManyRequests, true
+	case errors.As(err, &forbidErr):
+		data, _ := jsontext.AppendQuote([]byte(`{"reason":`), forbidErr.What)
+		return &jsonrpc.Error{Code: CodeForbidden, Message: "forbidden: " + forbidErr.Error(), Data: append(data, '}')}, http.StatusForbidden, true
+	case errors.Is(err, portico.ErrMeteringUnavailable):
+		return &jsonrpc.Error{Code: CodeMeteringDown, Message: "metering unavailable: calls are refused until it is back"}, http.StatusServiceUnavailable, true
 	case errors.As(err, &rpcErr):
 		// Envelope errors and upstream answers pass through as they are.
 		status = http.StatusOK

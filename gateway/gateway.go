@@ -20,6 +20,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/upstream"
 )
 
@@ -37,6 +38,15 @@ var (
 	_ Authenticator = (*apikey.Set)(nil)
 	_ Caller        = (*upstream.Pool)(nil)
 )
+
+// Meter charges calls in credits; *metering.Meter is one.
+type Meter interface {
+	Charge(ctx context.Context, id apikey.Identity, items []metering.Item) (metering.Bill, error)
+	Refund(ctx context.Context, b *metering.Bill, it metering.Item) error
+	Balance(ctx context.Context, id apikey.Identity) (metering.Bill, error)
+}
+
+var _ Meter = (*metering.Meter)(nil)
 
 // Network is one served network.
 type Network struct {
@@ -71,6 +81,8 @@ type Config struct {
 	Limits   Limits
 	// Cache holds immutable results; nil disables caching.
 	Cache *upstream.Cache
+	// Meter charges accepted calls; nil turns metering off.
+	Meter Meter
 	// Logger receives access and error logs; keys never reach it.
 	Logger *slog.Logger
 }
@@ -82,6 +94,7 @@ type Gateway struct {
 	byName  map[string]*Network
 	limits  Limits
 	cache   *upstream.Cache
+	meter   Meter
 	log     *slog.Logger
 	bufs    sync.Pool
 	conns   atomic.Int64 // open TCP connections over all listeners
@@ -101,6 +114,7 @@ func New(cfg Config) *Gateway {
 		byName:  map[string]*Network{},
 		limits:  cfg.Limits,
 		cache:   cfg.Cache,
+		meter:   cfg.Meter,
 		log:     cfg.Logger,
 		sockets: map[*websocket.Conn]struct{}{},
 	}

@@ -8,12 +8,16 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/metering"
 )
 
 // Paths of the two transports; the key is the segment after them.
@@ -56,6 +60,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, fixed *Network) 
 		}
 	}
 	rq := request{net: n, id: id}
+	if err := allowed(id, n.Name, r.Header.Get("Origin")); err != nil {
+		cors(w.Header())
+		g.fail(w, r, err, start)
+		return
+	}
 	if ws {
 		g.serveWebSocket(w, r, rq)
 		return
@@ -83,12 +92,77 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, fixed *Network) 
 		g.fail(w, r, err, start)
 		return
 	}
-	out, status := g.handle(r.Context(), rq, body, body[len(body):])
+	out, status, info := g.handle(r.Context(), rq, body, body[len(body):])
 	*bp = out[:0]
 	if len(out) == 0 {
 		*bp = body[:0]
 	}
+	if info.bill != nil {
+		creditHeaders(w.Header(), info.bill)
+	}
+	if info.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64(max(time.Second, info.retryAfter+time.Second-1)/time.Second), 10))
+	}
 	g.write(w, r, status, out, rq, start)
+}
+
+// Credit headers on every metered HTTP response (docs/errors.md).
+const (
+	HeaderCreditsUsed      = "X-Credits-Used"
+	HeaderCreditsRemaining = "X-Credits-Remaining"
+	HeaderCreditsReset     = "X-Credits-Reset"
+)
+
+// creditHeaders tells the client what the request cost and what is left.
+func creditHeaders(h http.Header, b *metering.Bill) {
+	h.Set(HeaderCreditsUsed, strconv.FormatInt(b.Charged, 10))
+	h.Set(HeaderCreditsRemaining, strconv.FormatInt(b.Remaining(), 10))
+	h.Set(HeaderCreditsReset, b.ResetAt.Format(time.RFC3339))
+}
+
+// allowed applies a key's network and Origin allowlists.
+func allowed(id apikey.Identity, network, origin string) error {
+	if len(id.Networks) > 0 && !slices.Contains(id.Networks, network) {
+		return &portico.ForbiddenError{What: "network", Value: network}
+	}
+	if len(id.Origins) == 0 {
+		return nil
+	}
+	if origin == "" {
+		return &portico.ForbiddenError{What: "origin"}
+	}
+	if !originAllowed(id.Origins, origin) {
+		return &portico.ForbiddenError{What: "origin", Value: origin}
+	}
+	return nil
+}
+
+// originAllowed matches an Origin header against allowlist entries: an
+// entry with a scheme ("https://app.example.com") must equal the origin;
+// a bare host ("example.com") matches that host over any scheme and port;
+// "*.example.com" matches its subdomains.
+func originAllowed(list []string, origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	for _, e := range list {
+		e = strings.ToLower(e)
+		switch {
+		case strings.Contains(e, "://"):
+			if strings.EqualFold(strings.TrimSuffix(e, "/"), origin) {
+				return true
+			}
+		case strings.HasPrefix(e, "*."):
+			if strings.HasSuffix(host, e[1:]) {
+				return true
+			}
+		case host == e:
+			return true
+		}
+	}
+	return false
 }
 
 // readBody reads the request body into buf, within the size limit.

@@ -81,6 +81,17 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 // Lookup returns the row serving name, or nil.
 func (m *Methods) Lookup(name string) *portico.Method { return m.byName[name] }
 
+// AnyOf reports whether one of names (in any of their accepted spellings)
+// resolves to row.
+func (m *Methods) AnyOf(row *portico.Method, names []string) bool {
+	for _, n := range names {
+		if m.byName[n] == row {
+			return true
+		}
+	}
+	return false
+}
+
 // Names returns the real names served, sorted.
 func (m *Methods) Names() []string {
 	seen := map[string]bool{}

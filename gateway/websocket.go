@@ -33,6 +33,13 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 	}
 	defer g.wsConns.Add(-1)
 
+	if g.meter != nil {
+		// The handshake tells the balance; each call's cost is in the
+		// method table, and portico_getCredits answers the balance later.
+		if b, err := g.meter.Balance(r.Context(), rq.id); err == nil {
+			creditHeaders(w.Header(), &b)
+		}
+	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		// The key in the path is the credential and carries no ambient
 		// authority, so any origin may use it, as with hosted providers.
@@ -79,7 +86,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			out, _ := g.handle(ctx, rq, body, nil)
+			out, _, _ := g.handle(ctx, rq, body, nil)
 			if out == nil {
 				return
 			}

@@ -24,6 +24,15 @@ var (
 	ErrNameTaken = errors.New("store: an active key already has that name")
 )
 
+// InputError reports a bad value for a key's field.
+type InputError struct {
+	Field  string
+	Reason string
+}
+
+// Error names the field.
+func (e *InputError) Error() string { return "store: " + e.Field + ": " + e.Reason }
+
 // Key is one API key as stored: its digest, never the key itself.
 type Key struct {
 	ID   int64
@@ -111,11 +120,11 @@ func (s *Store) Backend() string { return s.dialect.name }
 // line.
 func validName(name string) error {
 	if name == "" || len(name) > 64 {
-		return fmt.Errorf("store: key name must be 1 to 64 characters, got %d", len(name))
+		return &InputError{"name", fmt.Sprintf("must be 1 to 64 characters, got %d", len(name))}
 	}
 	for _, r := range name {
 		if r <= ' ' || r == 0x7f {
-			return fmt.Errorf("store: key name %q: no spaces or control characters", name)
+			return &InputError{"name", fmt.Sprintf("%q: no spaces or control characters", name)}
 		}
 	}
 	return nil
@@ -127,14 +136,17 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, string, error) {
 	if err := validName(nk.Name); err != nil {
 		return Key{}, "", err
 	}
-	if nk.DailyCredits < 0 || nk.RatePerSecond < 0 {
-		return Key{}, "", errors.New("store: daily credits and rate must not be negative")
+	if nk.DailyCredits < 0 {
+		return Key{}, "", &InputError{"daily_credits", "must not be negative"}
+	}
+	if nk.RatePerSecond < 0 {
+		return Key{}, "", &InputError{"rate_per_second", "must not be negative"}
 	}
 	secret := nk.Secret
 	if secret == "" {
 		secret = apikey.Generate()
 	} else if err := apikey.Check(secret); err != nil {
-		return Key{}, "", fmt.Errorf("store: key for %q: %w", nk.Name, err)
+		return Key{}, "", &InputError{"key", err.Error()}
 	}
 	k := Key{
 		Name: nk.Name, Hash: apikey.Sum(secret), DailyCredits: nk.DailyCredits, RatePerSecond: nk.RatePerSecond,
@@ -251,13 +263,13 @@ func (s *Store) Update(ctx context.Context, name string, p Patch) (Key, error) {
 	)
 	if p.DailyCredits != nil {
 		if *p.DailyCredits < 0 {
-			return Key{}, errors.New("store: daily credits must not be negative")
+			return Key{}, &InputError{"daily_credits", "must not be negative"}
 		}
 		sets, args = append(sets, "daily_credits = ?"), append(args, *p.DailyCredits)
 	}
 	if p.RatePerSecond != nil {
 		if *p.RatePerSecond < 0 {
-			return Key{}, errors.New("store: rate must not be negative")
+			return Key{}, &InputError{"rate_per_second", "must not be negative"}
 		}
 		sets, args = append(sets, "rate_per_second = ?"), append(args, *p.RatePerSecond)
 	}
@@ -381,4 +393,39 @@ func decodeList(s string) ([]string, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// Import makes sure a key known only by its digest (from a config file) is
+// in the store with these settings: it is created when missing, and its
+// name and limits follow the config when present. A revoked key stays
+// revoked.
+func (s *Store) Import(ctx context.Context, name string, h apikey.Hash, daily, rate int64) (Key, error) {
+	if err := validName(name); err != nil {
+		return Key{}, err
+	}
+	k, err := s.ByHash(ctx, h)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		_, err = s.db.ExecContext(ctx, s.dialect.rebind(`INSERT INTO api_keys (name, hash, daily_credits, rate_per_second, created_at)
+			VALUES (?, ?, ?, ?, ?)`), name, h.String(), daily, rate, s.now().UnixMilli())
+		if err != nil {
+			if s.dialect.isUnique(err) {
+				return Key{}, fmt.Errorf("%w: %q", ErrNameTaken, name)
+			}
+			return Key{}, fmt.Errorf("store: import key %q: %w", name, err)
+		}
+		return s.ByHash(ctx, h)
+	case err != nil:
+		return Key{}, err
+	case k.Name == name && k.DailyCredits == daily && k.RatePerSecond == rate:
+		return k, nil
+	}
+	if _, err := s.db.ExecContext(ctx, s.dialect.rebind(`UPDATE api_keys SET name = ?, daily_credits = ?, rate_per_second = ? WHERE id = ?`),
+		name, daily, rate, k.ID); err != nil {
+		if s.dialect.isUnique(err) {
+			return Key{}, fmt.Errorf("%w: %q", ErrNameTaken, name)
+		}
+		return Key{}, fmt.Errorf("store: import key %q: %w", name, err)
+	}
+	return s.ByHash(ctx, h)
 }

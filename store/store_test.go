@@ -247,3 +247,21 @@ func TestMemory(t *testing.T) {
 		t.Fatalf("Spent = %d", n)
 	}
 }
+
+func TestImport(t *testing.T) {
+	ctx := context.Background()
+	contract(t, "import", func(t *testing.T, s *store.Store) {
+		h := apikey.Sum("0123456789abcdef0123456789abcdef")
+		k, err := s.Import(ctx, "cfg", h, 100, 0)
+		if err != nil || k.Name != "cfg" || k.DailyCredits != 100 {
+			t.Fatalf("Import = %+v, %v", k, err)
+		}
+		k2, err := s.Import(ctx, "renamed", h, 200, 5)
+		if err != nil || k2.ID != k.ID || k2.Name != "renamed" || k2.DailyCredits != 200 || k2.RatePerSecond != 5 {
+			t.Fatalf("second Import = %+v, %v", k2, err)
+		}
+		if _, err := s.Import(ctx, "renamed", apikey.Sum("another-key-another-key-another-key"), 1, 0); !errors.Is(err, store.ErrNameTaken) {
+			t.Fatalf("Import under a taken name: %v", err)
+		}
+	})
+}

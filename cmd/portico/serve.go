@@ -16,13 +16,15 @@ import (
 	"time"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/admin"
 	"github.com/porticohq/portico/chain/evm"
 	"github.com/porticohq/portico/chain/solana"
 	"github.com/porticohq/portico/chain/starknet"
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/devnet/evmdevnet"
 	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/store"
 	"github.com/porticohq/portico/upstream"
 )
 
@@ -90,6 +92,9 @@ type Main struct {
 	Networks []Endpoint // one per network, in config order
 	// Devnets are the embedded EVM devnets, by network name.
 	Devnets map[string]*evmdevnet.Devnet
+	// Store holds keys and usage; Meter charges calls (nil when off).
+	Store *store.Store
+	Meter *metering.Meter
 
 	log     *slog.Logger
 	gw      *gateway.Gateway
@@ -124,9 +129,24 @@ func (m *Main) Run(ctx context.Context) error {
 			return fmt.Errorf("data dir: %w", err)
 		}
 	}
-	keys, err := m.keys()
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	m.Store = st
+	m.closers = append(m.closers, st)
+	if m.Key, err = importKeys(ctx, cfg, st); err != nil {
+		return err
+	}
+	meter, err := m.newMeter(ctx, st)
+	if err != nil {
+		return err
+	}
+	var gwMeter gateway.Meter
+	if meter != nil {
+		m.Meter = meter
+		m.closers = append(m.closers, meter) // closed before the store: its last flush needs it
+		gwMeter = meter
 	}
 	if cfg.Cache.MaxBytes > 0 {
 		m.cache = upstream.NewCache(cfg.Cache.MaxBytes)
@@ -142,7 +162,8 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	l := cfg.Limits
 	m.gw = gateway.New(gateway.Config{
-		Keys:     keys,
+		Keys:     store.NewAuthenticator(st, cfg.Store.KeyCacheTTL),
+		Meter:    gwMeter,
 		Networks: nets,
 		Cache:    m.cache,
 		Logger:   m.log,
@@ -154,7 +175,19 @@ func (m *Main) Run(ctx context.Context) error {
 		},
 	})
 
-	addr, err := m.listen(cfg.Listen, m.gw.Handler())
+	var handler http.Handler = m.gw.Handler()
+	if cfg.Admin.Token != "" {
+		api, err := admin.New(admin.Config{Token: cfg.Admin.Token, Store: st, Meter: meter,
+			DefaultDailyCredits: cfg.Metering.DefaultDailyCredits, Logger: m.log})
+		if err != nil {
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/admin/", api)
+		mux.Handle("/", handler)
+		handler = mux
+	}
+	addr, err := m.listen(cfg.Listen, handler)
 	if err != nil {
 		return err
 	}
@@ -186,41 +219,6 @@ func (m *Main) listen(addr string, h http.Handler) (string, error) {
 		}
 	})
 	return ln.Addr().String(), nil
-}
-
-// keys returns the key set from config, or a dev key: kept in the data
-// directory when there is one, so it survives restarts.
-func (m *Main) keys() (*apikey.Set, error) {
-	if len(m.Config.Keys) > 0 {
-		var entries []apikey.Entry
-		for _, k := range m.Config.Keys {
-			e := apikey.Entry{Name: k.Name}
-			if k.Key != "" {
-				e.Hash = apikey.Sum(k.Key)
-			} else {
-				e.Hash, _ = apikey.ParseHash(k.Hash) // checked by Validate
-			}
-			entries = append(entries, e)
-		}
-		return apikey.NewSet(entries...), nil
-	}
-	key := apikey.Generate()
-	if dir := m.Config.DataDir; dir != "" {
-		path := filepath.Join(dir, "dev-key")
-		b, err := os.ReadFile(path)
-		switch {
-		case err == nil && apikey.Valid(strings.TrimSpace(string(b))):
-			key = strings.TrimSpace(string(b))
-		case err == nil || errors.Is(err, os.ErrNotExist):
-			if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
-				return nil, fmt.Errorf("dev key: %w", err)
-			}
-		default:
-			return nil, fmt.Errorf("dev key: %w", err)
-		}
-	}
-	m.Key = key
-	return apikey.NewSet(apikey.Entry{Name: "dev", Hash: apikey.Sum(key)}), nil
 }
 
 // network builds one network: its method table and its upstream pool,

@@ -1,0 +1,289 @@
+// Package admin is the admin HTTP API of the gateway: API keys and usage,
+// behind a bearer token. It answers JSON under /admin/v1/:
+//
+//	GET    /admin/v1/keys                  list active keys (?revoked=true for all)
+//	POST   /admin/v1/keys                  create a key; the answer holds the key, once
+//	GET    /admin/v1/keys/{name}           one key, with today's balance
+//	PATCH  /admin/v1/keys/{name}           change balance, rate or allowlists
+//	DELETE /admin/v1/keys/{name}           revoke
+//	GET    /admin/v1/usage?key=&from=&to=  usage by day, key and method
+//
+// Errors are {"error": "..."} with a 4xx or 5xx status.
+package admin
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/store"
+)
+
+// Balancer tells a key's balance today; *metering.Meter is one.
+type Balancer interface {
+	Balance(ctx context.Context, id apikey.Identity) (metering.Bill, error)
+}
+
+// Config configures the API.
+type Config struct {
+	// Token is the bearer token; required.
+	Token string
+	// Store holds keys and usage; required.
+	Store *store.Store
+	// Meter answers live balances; nil leaves them out.
+	Meter Balancer
+	// DefaultDailyCredits applies to keys created without a balance.
+	DefaultDailyCredits int64
+	// Logger records changes (never keys or tokens).
+	Logger *slog.Logger
+}
+
+// API is the admin HTTP handler.
+type API struct {
+	cfg   Config
+	token [sha256.Size]byte
+	mux   *http.ServeMux
+}
+
+// New returns the API handler.
+func New(cfg Config) (*API, error) {
+	if cfg.Token == "" || cfg.Store == nil {
+		return nil, errors.New("admin: Token and Store are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &API{cfg: cfg, token: sha256.Sum256([]byte(cfg.Token)), mux: http.NewServeMux()}
+	a.mux.HandleFunc("GET /admin/v1/keys", a.list)
+	a.mux.HandleFunc("POST /admin/v1/keys", a.create)
+	a.mux.HandleFunc("GET /admin/v1/keys/{name}", a.show)
+	a.mux.HandleFunc("PATCH /admin/v1/keys/{name}", a.update)
+	a.mux.HandleFunc("DELETE /admin/v1/keys/{name}", a.revoke)
+	a.mux.HandleFunc("GET /admin/v1/usage", a.usage)
+	return a, nil
+}
+
+// ServeHTTP checks the bearer token, then serves the API.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	sum := sha256.Sum256([]byte(got))
+	if !ok || subtle.ConstantTimeCompare(sum[:], a.token[:]) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="portico-admin"`)
+		writeError(w, http.StatusUnauthorized, errors.New("admin token missing or wrong"))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	a.mux.ServeHTTP(w, r)
+}
+
+// KeyJSON is a key as the API shows it; Key is set only on creation.
+type KeyJSON struct {
+	Name          string    `json:"name"`
+	Key           string    `json:"key,omitempty"`
+	DailyCredits  int64     `json:"daily_credits"`
+	RatePerSecond int64     `json:"rate_per_second"`
+	AllowMethods  []string  `json:"allow_methods,omitempty"`
+	AllowNetworks []string  `json:"allow_networks,omitempty"`
+	AllowOrigins  []string  `json:"allow_origins,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	RevokedAt     time.Time `json:"revoked_at,omitzero"`
+	Today         *Balance  `json:"today,omitempty"`
+}
+
+// Balance is a key's live balance today.
+type Balance struct {
+	Day       string    `json:"day"`
+	Used      int64     `json:"used"`
+	Remaining int64     `json:"remaining"`
+	ResetsAt  time.Time `json:"resets_at"`
+}
+
+func keyJSON(k store.Key) KeyJSON {
+	return KeyJSON{Name: k.Name, DailyCredits: k.DailyCredits, RatePerSecond: k.RatePerSecond,
+		AllowMethods: k.AllowMethods, AllowNetworks: k.AllowNetworks, AllowOrigins: k.AllowOrigins,
+		CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
+}
+
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	keys, err := a.cfg.Store.List(r.Context(), r.URL.Query().Get("revoked") == "true")
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	out := make([]KeyJSON, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, keyJSON(k))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// KeyRequest is the body of POST and PATCH. On PATCH, absent fields are
+// left as they are; an empty list removes a restriction.
+type KeyRequest struct {
+	Name          string    `json:"name"`
+	DailyCredits  *int64    `json:"daily_credits"`
+	RatePerSecond *int64    `json:"rate_per_second"`
+	AllowMethods  *[]string `json:"allow_methods"`
+	AllowNetworks *[]string `json:"allow_networks"`
+	AllowOrigins  *[]string `json:"allow_origins"`
+}
+
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
+	return nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func (a *API) create(w http.ResponseWriter, r *http.Request) {
+	var req KeyRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	daily := a.cfg.DefaultDailyCredits
+	if req.DailyCredits != nil {
+		daily = *req.DailyCredits
+	}
+	k, secret, err := a.cfg.Store.Create(r.Context(), store.NewKey{Name: req.Name, DailyCredits: daily,
+		RatePerSecond: deref(req.RatePerSecond), AllowMethods: deref(req.AllowMethods),
+		AllowNetworks: deref(req.AllowNetworks), AllowOrigins: deref(req.AllowOrigins)})
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	a.cfg.Logger.Info("admin: key created", "name", k.Name)
+	out := keyJSON(k)
+	out.Key = secret
+	writeJSON(w, http.StatusCreated, out)
+}
+
+func (a *API) show(w http.ResponseWriter, r *http.Request) {
+	k, err := a.cfg.Store.Get(r.Context(), r.PathValue("name"))
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	out := keyJSON(k)
+	if a.cfg.Meter != nil {
+		b, err := a.cfg.Meter.Balance(r.Context(), store.Identity(k))
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		out.Today = &Balance{Day: b.Day, Used: b.Used, Remaining: b.Remaining(), ResetsAt: b.ResetAt}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) update(w http.ResponseWriter, r *http.Request) {
+	var req KeyRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if req.Name != "" && req.Name != r.PathValue("name") {
+		writeError(w, http.StatusBadRequest, errors.New("name: keys cannot be renamed"))
+		return
+	}
+	k, err := a.cfg.Store.Update(r.Context(), r.PathValue("name"), store.Patch{DailyCredits: req.DailyCredits,
+		RatePerSecond: req.RatePerSecond, AllowMethods: req.AllowMethods, AllowNetworks: req.AllowNetworks, AllowOrigins: req.AllowOrigins})
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	a.cfg.Logger.Info("admin: key updated", "name", k.Name)
+	writeJSON(w, http.StatusOK, keyJSON(k))
+}
+
+func (a *API) revoke(w http.ResponseWriter, r *http.Request) {
+	k, err := a.cfg.Store.Revoke(r.Context(), r.PathValue("name"))
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	a.cfg.Logger.Info("admin: key revoked", "name", k.Name)
+	writeJSON(w, http.StatusOK, keyJSON(k))
+}
+
+// UsageJSON is one usage row.
+type UsageJSON struct {
+	Day     string `json:"day"`
+	Key     string `json:"key"`
+	Method  string `json:"method"`
+	Calls   int64  `json:"calls"`
+	Credits int64  `json:"credits"`
+}
+
+func (a *API) usage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.UsageFilter{From: q.Get("from"), To: q.Get("to")}
+	for _, d := range []struct{ name, v string }{{"from", f.From}, {"to", f.To}} {
+		if _, err := time.Parse(time.DateOnly, d.v); d.v != "" && err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("%s: want a date as YYYY-MM-DD, got %q", d.name, d.v))
+			return
+		}
+	}
+	if name := q.Get("key"); name != "" {
+		k, err := a.cfg.Store.Get(r.Context(), name)
+		if err != nil {
+			writeError(w, statusOf(err), err)
+			return
+		}
+		f.KeyID = k.ID
+	}
+	rows, err := a.cfg.Store.Usage(r.Context(), f)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	out := make([]UsageJSON, 0, len(rows))
+	for _, u := range rows {
+		out = append(out, UsageJSON{Day: u.Day, Key: u.KeyName, Method: u.Method, Calls: u.Calls, Credits: u.Credits})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, store.ErrNameTaken):
+		return http.StatusConflict
+	}
+	var in *store.InputError
+	if errors.As(err, &in) {
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}

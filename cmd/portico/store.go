@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/config"
+	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/store"
+)
+
+// DevDailyCredits is the daily balance of the dev key that serve makes
+// when the config names no keys: large enough never to get in the way.
+const DevDailyCredits = 1_000_000_000_000
+
+// openStore opens the key and usage store the config names: PostgreSQL, or
+// SQLite in the data directory, or SQLite in memory.
+func openStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
+	if cfg.Store.Postgres != "" {
+		return store.OpenPostgres(ctx, cfg.Store.Postgres)
+	}
+	if cfg.DataDir == "" {
+		return store.OpenSQLite(ctx, "")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	return store.OpenSQLite(ctx, filepath.Join(cfg.DataDir, "portico.db"))
+}
+
+// importKeys puts the config's keys into the store, or, when the config has
+// none, the dev key: kept in the data directory when there is one, so it
+// survives restarts. It returns the dev key ("" when config has keys).
+func importKeys(ctx context.Context, cfg *config.Config, s *store.Store) (string, error) {
+	if len(cfg.Keys) > 0 {
+		for i, k := range cfg.Keys {
+			h := apikey.Sum(k.Key)
+			if k.Key == "" {
+				h, _ = apikey.ParseHash(k.Hash) // checked by Validate
+			}
+			daily := k.DailyCredits
+			if daily == 0 {
+				daily = cfg.Metering.DefaultDailyCredits
+			}
+			if _, err := s.Import(ctx, k.Name, h, daily, k.RatePerSecond); err != nil {
+				return "", fmt.Errorf("keys[%d]: %w", i, err)
+			}
+		}
+		return "", nil
+	}
+	key := apikey.Generate()
+	if dir := cfg.DataDir; dir != "" {
+		path := filepath.Join(dir, "dev-key")
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil && apikey.Valid(strings.TrimSpace(string(b))):
+			key = strings.TrimSpace(string(b))
+		case err == nil || errors.Is(err, os.ErrNotExist):
+			if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+				return "", fmt.Errorf("dev key: %w", err)
+			}
+		default:
+			return "", fmt.Errorf("dev key: %w", err)
+		}
+	}
+	h := apikey.Sum(key)
+	if old, err := s.Get(ctx, "dev"); err == nil && old.Hash != h {
+		// The dev-key file was replaced: the old dev key goes.
+		if _, err := s.Revoke(ctx, "dev"); err != nil {
+			return "", fmt.Errorf("dev key: %w", err)
+		}
+	}
+	if _, err := s.Import(ctx, "dev", h, DevDailyCredits, 0); err != nil {
+		return "", fmt.Errorf("dev key: %w", err)
+	}
+	return key, nil
+}
+
+// dialRedis connects to the metering Redis and checks it answers.
+func dialRedis(ctx context.Context, url string) (*redis.Client, error) {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("metering.redis: %w", err)
+	}
+	// Plain Redis servers have no maintenance notifications to follow.
+	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	c := redis.NewClient(opts)
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("metering.redis: %w", err)
+	}
+	return c, nil
+}
+
+// instanceName returns the name of this instance's journal checkpoint:
+// from config, or made once and kept in the data directory.
+func instanceName(cfg *config.Config) (string, error) {
+	if cfg.Metering.Instance != "" {
+		return cfg.Metering.Instance, nil
+	}
+	host, _ := os.Hostname()
+	path := filepath.Join(cfg.DataDir, "instance")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	name := host + "-" + hex.EncodeToString(r[:])
+	if err := os.WriteFile(path, []byte(name+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("instance name: %w", err)
+	}
+	return name, nil
+}
+
+// newMeter builds the meter the config asks for; nil when metering is off.
+func (m *Main) newMeter(ctx context.Context, s *store.Store) (*metering.Meter, error) {
+	cfg := &m.Config
+	if cfg.Metering.Disabled {
+		return nil, nil
+	}
+	var counter metering.Counter = metering.NewMemory(s.Spent, nil)
+	if cfg.Metering.Redis != "" {
+		rdb, err := dialRedis(ctx, cfg.Metering.Redis)
+		if err != nil {
+			return nil, err
+		}
+		m.closers = append(m.closers, rdb)
+		counter = metering.NewRedis(rdb, "portico:", s.Spent)
+	}
+	mc := metering.Config{Counter: counter, Store: s, FlushInterval: cfg.Metering.FlushInterval, Logger: m.log}
+	if cfg.DataDir != "" {
+		name, err := instanceName(cfg)
+		if err != nil {
+			return nil, err
+		}
+		mc.JournalDir, mc.Instance = filepath.Join(cfg.DataDir, "ledger"), name
+	}
+	meter, err := metering.New(ctx, mc)
+	if err != nil {
+		return nil, err
+	}
+	go meter.Run()
+	return meter, nil
+}
