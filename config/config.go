@@ -77,6 +77,8 @@ type Metering struct {
 	// Redis is a redis:// URL that instances share balances and rate
 	// limits through. Empty keeps them in this process.
 	Redis string `yaml:"redis"`
+	// RedisPrefix starts every Redis key Portico writes.
+	RedisPrefix string `yaml:"redis_prefix"`
 	// FlushInterval is how often usage reaches the store.
 	FlushInterval time.Duration `yaml:"flush_interval"`
 	// DefaultDailyCredits is the balance of new keys that name none.
@@ -207,7 +209,7 @@ func DefaultConfig() Config {
 		Cache:    Cache{MaxBytes: 64 << 20},
 		Log:      Log{Level: "info", Format: "text"},
 		Store:    Store{KeyCacheTTL: 5 * time.Second},
-		Metering: Metering{FlushInterval: time.Second, DefaultDailyCredits: 3_000_000},
+		Metering: Metering{FlushInterval: time.Second, DefaultDailyCredits: 3_000_000, RedisPrefix: "portico:"},
 		Networks: []Network{
 			{Name: SolanaDevnet, Family: portico.FamilySolana},
 			{Name: EVMDevnet, Family: portico.FamilyEVM},

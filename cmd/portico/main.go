@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -19,6 +20,8 @@ import (
 // CLI is the command line of portico.
 type CLI struct {
 	Serve   ServeCmd   `cmd:"" help:"Run the gateway (with embedded devnets where no upstream is configured)."`
+	Keys    KeysCmd    `cmd:"" help:"Manage API keys in the key store."`
+	Usage   UsageCmd   `cmd:"" help:"Show calls and credits per key, day and method."`
 	Version VersionCmd `cmd:"" help:"Print the version."`
 }
 
@@ -38,7 +41,7 @@ func main() {
 }
 
 // run parses args and runs the chosen command.
-func run(ctx context.Context, args []string, stdout, stderr *os.File) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cli CLI
 	parser, err := kong.New(&cli,
 		kong.Name("portico"),
