@@ -312,3 +312,63 @@ func TestExactTwoInstances(t *testing.T) {
 	}
 	checkSpent(t, mains[0].m.Store, charged, daily)
 }
+
+// TestKeyAllowlists: a key's method, network and Origin allowlists refuse
+// with -32041 and 403, and refused calls cost nothing.
+func TestKeyAllowlists(t *testing.T) {
+	node := httptest.NewServer(&okNode{})
+	defer node.Close()
+	cfg := meteredConfig(t, node.URL, t.TempDir())
+	cfg.Networks = append(cfg.Networks, config.Network{Name: "evm2", Family: portico.FamilyEVM, Upstreams: []config.Upstream{{URL: node.URL}}})
+	s := start(t, cfg)
+	ctx := context.Background()
+	_, secret, err := s.m.Store.Create(ctx, store.NewKey{Name: "narrow", DailyCredits: 10_000,
+		AllowMethods: []string{"evm_getTransactionByBlockHashAndIndex"}, AllowNetworks: []string{"evm"},
+		AllowOrigins: []string{"https://app.example.com", "*.example.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(network, origin, body string) answer {
+		req, _ := http.NewRequest("POST", "http://"+s.addr(t, network)+"/v3/"+secret, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		used, _ := strconv.ParseInt(resp.Header.Get("X-Credits-Used"), 10, 64)
+		return answer{status: resp.StatusCode, body: string(b), used: used}
+	}
+	tx := fmt.Sprintf(txByIndex, 1)
+	cases := []struct {
+		name, network, origin, body string
+		status                      int
+		has                         string
+	}{
+		{"allowed, alias name", "evm", "https://app.example.com", tx, 200, `"result"`},
+		{"allowed, subdomain", "evm", "https://a.b.example.org:8443", tx, 200, `"result"`},
+		{"method", "evm", "https://app.example.com", `{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}`, 403, `method \"eth_chainId\" is not allowed`},
+		{"network", "evm2", "https://app.example.com", tx, 403, `network \"evm2\" is not allowed`},
+		{"origin", "evm", "https://evil.example.com", tx, 403, `origin \"https://evil.example.com\" is not allowed`},
+		{"no origin", "evm", "", tx, 403, "restricted by origin"},
+		{"bare domain is not a subdomain", "evm", "https://example.org", tx, 403, "not allowed"},
+	}
+	for _, c := range cases {
+		a := send(c.network, c.origin, c.body)
+		if a.status != c.status || !strings.Contains(a.body, c.has) {
+			t.Errorf("%s: %d %s; want %d and %q", c.name, a.status, a.body, c.status, c.has)
+		}
+		if c.status == 403 && (!strings.Contains(a.body, "-32041") || a.used != 0) {
+			t.Errorf("%s: want -32041 and no charge, got %s (used %d)", c.name, a.body, a.used)
+		}
+	}
+	// In a batch, the refused method is refused alone.
+	a := send("evm", "https://app.example.com", `[`+tx+`,{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}]`)
+	if a.status != 200 || a.used != 150 || !strings.Contains(a.body, "-32041") || !strings.Contains(a.body, `"result"`) {
+		t.Errorf("batch: %+v", a)
+	}
+}
