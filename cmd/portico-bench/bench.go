@@ -47,6 +47,8 @@ func run(ctx context.Context, c *cli) error {
 			err = trivial(ctx, c)
 		case "geth":
 			err = geth(ctx, c)
+		case "metering":
+			err = meteringSetup(ctx, c)
 		default:
 			err = fmt.Errorf("unknown setup %q", s)
 		}
@@ -101,6 +103,47 @@ func trivial(ctx context.Context, c *cli) error {
 	}
 	defer rp.stop()
 	return measure(ctx, c, "trivial upstream, bare net/http reverse proxy", upURL, rp, targets)
+}
+
+// meteringSetup measures the gateway with metering on (embedded, then
+// Redis) against the same gateway with metering off, in one run, in front
+// of the trivial upstream.
+func meteringSetup(ctx context.Context, c *cli) error {
+	txResp := []byte(`{"jsonrpc":"2.0","id":1,"result":{"blockHash":"0x9f0c3e9c5e3c4d1e8a3f1b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e","blockNumber":"0x1","hash":"0x5b4bf0e1e5b3a7ad3b6ccd8a9f5d2f0b1e7c8d9a0b1c2d3e4f5a6b7c8d9e0f1a","transactionIndex":"0x0","type":"0x0"}}`)
+	up, err := listen(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(txResp)
+	}))
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	upURL := "http://" + up.Addr().String()
+	off, err := startPortico(ctx, c, map[string]string{"evm": upURL}, "metering: {disabled: true}")
+	if err != nil {
+		return err
+	}
+	defer off.stop()
+	targets := []target{{"eth_getTransactionByBlockHashAndIndex", "evm", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByBlockHashAndIndex","params":["0x9f0c3e9c5e3c4d1e8a3f1b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e","0x0"]}`)}}
+	fmt.Println()
+	fmt.Println("| metering | request | off req/s | on req/s | ratio | off p50 | on p50 | added p50 | off p99 | on p99 | added p99 |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, mode := range []struct{ name, yaml string }{
+		{"embedded (memory counter, SQLite, journal)", ""},
+		{"Redis on loopback (SQLite, journal)", fmt.Sprintf("metering: {redis: %q, redis_prefix: \"portico-bench-%d:\"}", c.Redis, time.Now().UnixNano())},
+	} {
+		on, err := startPortico(ctx, c, map[string]string{"evm": upURL}, mode.yaml)
+		if err != nil {
+			return err
+		}
+		err = measure(ctx, c, mode.name, off.urls["evm"], on, targets)
+		on.stop()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // reverseProxy serves httputil.ReverseProxy to target on a free port and
@@ -260,13 +303,17 @@ var readyLine = regexp.MustCompile(`^(\S+)\s+(http://\S+/v3/\S+)\s`)
 
 // startPortico runs the portico binary with one network per upstream and
 // waits for its ready lines.
-func startPortico(ctx context.Context, c *cli, upstreams map[string]string) (*portico, error) {
+func startPortico(ctx context.Context, c *cli, upstreams map[string]string, extra ...string) (*portico, error) {
 	dir, err := os.MkdirTemp("", "portico-bench")
 	if err != nil {
 		return nil, err
 	}
 	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "listen: 127.0.0.1:0\nlog: {level: warn}\ncache: {max_bytes: 0}\nkeys: [{name: bench, key: %s}]\nnetworks:\n", benchKey)
+	fmt.Fprintf(&cfg, "listen: 127.0.0.1:0\nlog: {level: warn}\ncache: {max_bytes: 0}\nkeys: [{name: bench, key: %s, daily_credits: 1000000000000000}]\n", benchKey)
+	for _, e := range extra {
+		fmt.Fprintln(&cfg, e)
+	}
+	fmt.Fprintf(&cfg, "networks:\n")
 	for _, fam := range []string{"evm", "solana"} {
 		if u, ok := upstreams[fam]; ok {
 			fmt.Fprintf(&cfg, "  - {name: %s, family: %s, upstreams: [{url: %q}]}\n", fam, fam, u)
@@ -276,7 +323,7 @@ func startPortico(ctx context.Context, c *cli, upstreams map[string]string) (*po
 	if err := os.WriteFile(path, []byte(cfg.String()), 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, c.Portico, "serve", "--config", path)
+	cmd := exec.CommandContext(ctx, c.Portico, "serve", "--config", path, "--data-dir", dir)
 	if c.Pprof != "" {
 		cmd.Args = append(cmd.Args, "--pprof", c.Pprof)
 	}
