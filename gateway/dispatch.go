@@ -83,19 +83,36 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			items = append(items, metering.Item{Method: p.m.Name, Cost: int64(p.m.Cost)})
 		}
 	}
-	var bill *metering.Bill
-	var quota *portico.QuotaError
-	if g.meter != nil && len(items) > 0 {
+	var (
+		bill      *metering.Bill
+		quota     *portico.QuotaError
+		chargeErr error
+		charged   chan struct{}
+	)
+	charge := func() {
 		b, err := g.meter.Charge(ctx, rq.id, items)
-		bill = &b
-		if err != nil {
-			errors.As(err, &quota)
-			for i := range calls {
-				if outs[i].err == nil && !preps[i].local {
-					outs[i].err = err
-					preps[i].m = nil
-				}
+		bill, chargeErr = &b, err
+		errors.As(err, &quota)
+	}
+	// refuse gives every charged call the charge's error.
+	refuse := func() {
+		for i := range calls {
+			if outs[i].err == nil && !preps[i].local {
+				outs[i] = outcome{err: chargeErr}
+				preps[i].m = nil
 			}
+		}
+	}
+	if g.meter != nil && len(items) > 0 {
+		var total int64
+		for _, it := range items {
+			total += it.Cost
+		}
+		if g.meter.Speculate(rq.id, total) {
+			charged = make(chan struct{})
+			go func() { charge(); close(charged) }()
+		} else if charge(); chargeErr != nil {
+			refuse()
 		}
 	}
 
@@ -125,6 +142,13 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			})
 		}
 		wg.Wait()
+	}
+	if charged != nil {
+		// The answers are released only if the charge passed.
+		<-charged
+		if chargeErr != nil {
+			refuse()
+		}
 	}
 	if bill != nil && bill.Charged > 0 {
 		for i, o := range outs {

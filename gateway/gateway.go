@@ -44,6 +44,9 @@ type Meter interface {
 	Charge(ctx context.Context, id apikey.Identity, items []metering.Item) (metering.Bill, error)
 	Refund(ctx context.Context, b *metering.Bill, it metering.Item) error
 	Balance(ctx context.Context, id apikey.Identity) (metering.Bill, error)
+	// Speculate reports whether calls may run while their charge is in
+	// flight; their answers are released only once it succeeded.
+	Speculate(id apikey.Identity, cost int64) bool
 }
 
 var _ Meter = (*metering.Meter)(nil)

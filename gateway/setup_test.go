@@ -112,6 +112,7 @@ type options struct {
 	limits  func(*gateway.Limits)
 	members func(n *node) []upstream.Member
 	pool    upstream.PoolConfig
+	meter   gateway.Meter
 }
 
 func newEnv(t *testing.T, o options) *env {
@@ -144,6 +145,7 @@ func newEnv(t *testing.T, o options) *env {
 		Networks: []*gateway.Network{{Name: "testnet", Hosts: []string{"testnet.localhost"}, Methods: methods, Upstream: pool}},
 		Limits:   limits,
 		Cache:    cache,
+		Meter:    o.meter,
 		Logger:   logger,
 	})
 	e.srv = httptest.NewUnstartedServer(e.gw.NetworkHandler("testnet"))

@@ -103,6 +103,11 @@ type Meter struct {
 	stop    chan struct{}
 	done    chan struct{}
 	running atomic.Bool
+
+	// remote is set for counters across the network (Redis); last holds
+	// each key's remaining balance after its latest charge, for Speculate.
+	remote bool
+	last   sync.Map // key id → int64
 }
 
 // New builds a meter and, when there is a journal, replays into the store
@@ -123,6 +128,7 @@ func New(ctx context.Context, cfg Config) (*Meter, error) {
 	if m.interval <= 0 {
 		m.interval = time.Second
 	}
+	_, m.remote = cfg.Counter.(*Redis)
 	if m.clock == nil {
 		m.clock = time.Now
 	}
@@ -263,7 +269,30 @@ func (m *Meter) Charge(ctx context.Context, id apikey.Identity, items []Item) (B
 		return b, m.unavailable(err)
 	}
 	b.Charged = total
+	if m.remote {
+		m.last.Store(id.ID, b.Remaining())
+	}
 	return b, nil
+}
+
+// speculateMargin is how many times a call's cost must remain for
+// Speculate to say yes.
+const speculateMargin = 16
+
+// Speculate reports whether the calls may be sent upstream while their
+// charge is still on its way, with their answers held back until it
+// succeeds. It says yes only with a remote counter, for keys without a
+// rate limit whose last charge left at least 16 times this cost: then the
+// charge almost surely passes, and the round trip to Redis overlaps the
+// one to the node instead of adding to it. If the charge fails after all,
+// the answers are dropped and the calls get the charge's error; nothing is
+// overspent, the node just did the work for nothing.
+func (m *Meter) Speculate(id apikey.Identity, cost int64) bool {
+	if !m.remote || id.RatePerSecond > 0 {
+		return false
+	}
+	v, ok := m.last.Load(id.ID)
+	return ok && v.(int64) >= speculateMargin*cost
 }
 
 // Refund gives back what it charged for a call that failed through no fault

@@ -398,3 +398,47 @@ func TestCounterFailureRefuses(t *testing.T) {
 		t.Fatalf("Charge with Redis down: %v", err)
 	}
 }
+
+func TestSpeculate(t *testing.T) {
+	ctx := context.Background()
+	s := sqliteStore(t)
+	rdb, prefix := newRedis(t)
+	id := newKey(t, s, "k", 10_000, 0)
+	limited := newKey(t, s, "limited", 10_000, 1_000_000)
+	mem, err := metering.New(ctx, metering.Config{Counter: metering.NewMemory(seeder(s), nil), Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	red, err := metering.New(ctx, metering.Config{Counter: metering.NewRedis(rdb, prefix, seeder(s)), Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer red.Close()
+	if _, err := mem.Charge(ctx, id, batch); err != nil {
+		t.Fatal(err)
+	}
+	if mem.Speculate(id, 10) {
+		t.Fatal("memory counter speculates; its charge costs nothing to wait for")
+	}
+	if red.Speculate(id, 10) {
+		t.Fatal("speculates before any charge told it the balance")
+	}
+	if _, err := red.Charge(ctx, id, batch); err != nil { // 323 of 10,000 used
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cost int64
+		want bool
+	}{{10, true}, {9677 / 16, true}, {9677/16 + 1, false}, {5000, false}} {
+		if got := red.Speculate(id, tc.cost); got != tc.want {
+			t.Errorf("Speculate(cost %d) with 9677 left = %v, want %v", tc.cost, got, tc.want)
+		}
+	}
+	if _, err := red.Charge(ctx, limited, batch); err != nil {
+		t.Fatal(err)
+	}
+	if red.Speculate(limited, 1) {
+		t.Error("speculates for a rate-limited key, whose charge may be refused by the limiter")
+	}
+}

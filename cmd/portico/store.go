@@ -135,7 +135,9 @@ func (m *Main) newMeter(ctx context.Context, s *store.Store) (*metering.Meter, e
 			return nil, err
 		}
 		m.closers = append(m.closers, rdb)
-		counter = metering.NewRedis(rdb, cfg.Metering.RedisPrefix, s.Spent)
+		rc := metering.NewRedis(rdb, cfg.Metering.RedisPrefix, s.Spent)
+		m.closers = append(m.closers, rc)
+		counter = rc
 	}
 	mc := metering.Config{Counter: counter, Store: s, FlushInterval: cfg.Metering.FlushInterval, Logger: m.log}
 	if cfg.DataDir != "" {
