@@ -231,14 +231,14 @@ func (m *Meter) Charge(ctx context.Context, id apikey.Identity, items []Item) (B
 			err = m.record(day, id.ID, items, false) // free calls are history too
 		}
 		if err != nil {
-			return b, m.unavailable(err)
+			return b, m.unavailable(ctx, err)
 		}
 		b.Used = used
 		return b, nil
 	}
 	used, ok, err := m.counter.Reserve(ctx, id.ID, day, total, id.DailyCredits)
 	if err != nil {
-		return b, m.unavailable(err)
+		return b, m.unavailable(ctx, err)
 	}
 	b.Used = used
 	if !ok {
@@ -259,14 +259,14 @@ func (m *Meter) Charge(ctx context.Context, id apikey.Identity, items []Item) (B
 				b.Used -= total
 				return b, err
 			}
-			return b, m.unavailable(err)
+			return b, m.unavailable(ctx, err)
 		}
 	}
 	if err := m.record(day, id.ID, items, false); err != nil {
 		if rerr := m.counter.Refund(ctx, id.ID, day, total); rerr != nil {
 			m.log.Error("metering: refund after a journal failure failed", "key", id.Name, "err", rerr)
 		}
-		return b, m.unavailable(err)
+		return b, m.unavailable(ctx, err)
 	}
 	b.Charged = total
 	if m.remote {
@@ -335,7 +335,14 @@ func (m *Meter) record(day string, keyID int64, items []Item, refund bool) error
 	return nil
 }
 
-func (m *Meter) unavailable(err error) error {
+// unavailable logs a counter or journal failure and wraps it as
+// ErrMeteringUnavailable, so the call is refused rather than served unbilled.
+func (m *Meter) unavailable(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		// The caller went away while the counter was asked; the counter
+		// itself is fine.
+		return fmt.Errorf("%w: %w", portico.ErrMeteringUnavailable, ctx.Err())
+	}
 	m.log.Error("metering unavailable: calls are refused", "err", err)
 	return fmt.Errorf("%w: %w", portico.ErrMeteringUnavailable, err)
 }
