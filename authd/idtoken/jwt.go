@@ -95,4 +95,3 @@ func New(cfg Config, opts Options) (Verifier, error) {
 	}
 	return NewJWT(cfg, opts)
 }
-
