@@ -1,0 +1,69 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the SDK's operations.
+var (
+	// ErrNoUserFound: there is no logged-in user (Swift noUserFound).
+	ErrNoUserFound = errors.New("auth: no user found")
+	// ErrLoginTimeout: the login did not finish within the login timeout.
+	ErrLoginTimeout = errors.New("auth: login timed out")
+	// ErrLoginExpired: the pending login's loginId has expired.
+	ErrLoginExpired = errors.New("auth: pending login expired")
+	// ErrSessionNotFound: the session server holds no (unexpired) record
+	// for the session.
+	ErrSessionNotFound = errors.New("auth: session not found or expired")
+)
+
+// FieldError reports an invalid value of a named field. Field is a JSON
+// path such as "network", "whiteLabel.mode" or "loginConfig.google.clientId".
+type FieldError struct {
+	// Field is the JSON path of the bad field.
+	Field string
+	// Value is the rejected value, for enums and numbers; it is left empty
+	// for secrets.
+	Value string
+	// Reason says what is wrong.
+	Reason string
+}
+
+// Error names the field and the reason.
+func (e *FieldError) Error() string {
+	if e.Value != "" {
+		return fmt.Sprintf("auth: %s: %q %s", e.Field, e.Value, e.Reason)
+	}
+	return fmt.Sprintf("auth: %s: %s", e.Field, e.Reason)
+}
+
+// LoginError is an error the login pages reported in the callback.
+type LoginError struct {
+	// Message is the pages' error text.
+	Message string
+}
+
+// Error returns the pages' message.
+func (e *LoginError) Error() string { return "auth: login failed: " + e.Message }
+
+// SessionError reports a session record that could not be used: it did not
+// decrypt or lacks a required field. The saved session is cleared.
+type SessionError struct {
+	// Field names the missing or bad field ("privKey", "userInfo.typeOfLogin",
+	// or "data" when the record did not decrypt).
+	Field string
+	// Err is the cause, if any.
+	Err error
+}
+
+// Error names the field.
+func (e *SessionError) Error() string {
+	if e.Err != nil {
+		return "auth: session record: " + e.Field + ": " + e.Err.Error()
+	}
+	return "auth: session record: " + e.Field + " missing"
+}
+
+// Unwrap returns the cause.
+func (e *SessionError) Unwrap() error { return e.Err }
