@@ -375,4 +375,3 @@ func (d *Devnet) genesis(ctx context.Context) error {
 	_, err := d.sealLocked(ctx)
 	return err
 }
-

@@ -131,6 +131,10 @@ func (d *Devnet) scanDB(ctx context.Context, f *eventFilter, start position, to 
 	case len(f.addresses) > 0:
 		column, values = "address", f.addresses
 	}
+	// Each distinct value is one sorted stream; a repeated value would
+	// read its events twice.
+	values = slices.CompactFunc(slices.SortedFunc(slices.Values(values), func(a, b Felt) int { return a.Cmp(&b) }),
+		func(a, b Felt) bool { return a.Equal(&b) })
 	batch := min(max(want, 256), 4096)
 	var out []emitted
 	cursor := start

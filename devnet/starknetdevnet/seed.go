@@ -1,0 +1,118 @@
+package starknetdevnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+)
+
+// seedEventsPerTx is how many events each seeded transaction emits.
+const seedEventsPerTx = 4
+
+// Selectors of seeded events: most are transfers, a tenth approvals and
+// one in a hundred a rare event, so filters of every selectivity exist.
+var selRare = snKeccak([]byte("RareEvent"))
+
+// seededTxs returns the synthetic transactions of seeded block n: events
+// whose emitter, selector and indexed keys are drawn from small sets, so
+// that any filter matches a predictable share.
+func seededTxs(seed, block uint64, events int) []*txn {
+	rng := rand.New(rand.NewPCG(seed, block))
+	emitters := []Felt{tokenAddress, feltU64(0x1001), feltU64(0x1002), feltU64(0x1003)}
+	var txs []*txn
+	for i := 0; i < events; i += seedEventsPerTx {
+		b, idx := feltU64(block), feltU64(uint64(len(txs)))
+		t := &txn{hash: pedersen(&b, &idx), kind: kindInvoke, sender: feltU64(0x2000 + rng.Uint64N(8)), fee: feeAmount, l2Gas: 1000}
+		for range min(seedEventsPerTx, events-i) {
+			sel := selTransfer
+			switch r := rng.IntN(100); {
+			case r == 0:
+				sel = selRare
+			case r < 11:
+				sel = selApproval
+			}
+			keys := []Felt{sel, feltU64(0x2000 + rng.Uint64N(8)), feltU64(0x2000 + rng.Uint64N(8))}
+			t.events = append(t.events, event{
+				from: emitters[rng.IntN(len(emitters))],
+				keys: keys[:1+rng.IntN(3)],
+				data: []Felt{feltU64(rng.Uint64N(1 << 40)), {}},
+			})
+		}
+		txs = append(txs, t)
+	}
+	return txs
+}
+
+// SeedEvents appends blocks of synthetic transactions, each block with
+// eventsPerBlock events (four per transaction), in one database
+// transaction; seed makes them reproducible. It is meant for tests and
+// benchmarks of getEvents: the seeded blocks change no state (their old
+// and new roots are the head's root and their state diffs are empty) and
+// their hashes are Poseidon over number, root and parent rather than the
+// full block-hash layout. The pending block must be empty.
+func (d *Devnet) SeedEvents(ctx context.Context, blocks, eventsPerBlock int, seed uint64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.db == nil || d.closed {
+		return errNotRunning
+	}
+	if len(d.pending.txs) > 0 {
+		return errors.New("starknetdevnet: SeedEvents needs an empty pending block; seal it first")
+	}
+	if blocks < 0 || eventsPerBlock < 0 {
+		return fmt.Errorf("starknetdevnet: SeedEvents(%d, %d): negative count", blocks, eventsPerBlock)
+	}
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	insBlock, err := tx.PrepareContext(ctx, `INSERT INTO blocks VALUES(?,?,?,?,?,?,?)`)
+	if err != nil {
+		return err
+	}
+	defer insBlock.Close()
+	insTx, err := tx.PrepareContext(ctx, `INSERT INTO txs VALUES(?,?,?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return err
+	}
+	defer insTx.Close()
+	insEv, err := tx.PrepareContext(ctx, `INSERT INTO events VALUES(?,?,?,?,?,?,?)`)
+	if err != nil {
+		return err
+	}
+	defer insEv.Close()
+	emptyDiff := string(appendStateDiff(nil, newStateDiff()))
+	head := *d.head
+	for range blocks {
+		n := head.number + 1
+		b := blockRow{number: n, parent: head.hash, oldRoot: head.newRoot, newRoot: head.newRoot,
+			timestamp: head.timestamp, stateDiff: emptyDiff}
+		b.hash = poseidonMany(shortString("PORTICO_SEEDED_BLOCK"), feltU64(n), b.newRoot, b.parent)
+		h, p, r := b.hash.Bytes(), b.parent.Bytes(), b.newRoot.Bytes()
+		if _, err := insBlock.ExecContext(ctx, n, h[:], p[:], r[:], r[:], b.timestamp, b.stateDiff); err != nil {
+			return err
+		}
+		pos := 0
+		for i, t := range seededTxs(seed, n, eventsPerBlock) {
+			th, s := t.hash.Bytes(), t.sender.Bytes()
+			if _, err := insTx.ExecContext(ctx, th[:], n, i, t.kind, s[:], t.fee, t.l1Gas, t.dataGas, t.l2Gas, false); err != nil {
+				return err
+			}
+			for _, e := range t.events {
+				if err := insertEvent(ctx, insEv, n, pos, i, &e); err != nil {
+					return err
+				}
+				pos++
+			}
+		}
+		head = b
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	d.head = &head
+	d.openPending()
+	return nil
+}
