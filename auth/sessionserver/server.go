@@ -244,4 +244,3 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, sessionapi.GetResponse{Message: data})
 }
-
