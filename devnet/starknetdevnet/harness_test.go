@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -61,6 +62,13 @@ func loadSpec(t testing.TB) *specSchemas {
 // validate checks a result against the method's result schema.
 func (s *specSchemas) validate(t testing.TB, method string, result json.RawMessage) {
 	t.Helper()
+	if err := s.check(method, result); err != nil {
+		t.Errorf("%s result does not match spec %s:\n%s\n%v", method, SpecVersion, result, err)
+	}
+}
+
+// check validates a result against the method's result schema.
+func (s *specSchemas) check(method string, result json.RawMessage) error {
 	if rest, ok := strings.CutPrefix(method, "rollup_"); ok {
 		method = "starknet_" + rest
 	}
@@ -70,25 +78,25 @@ func (s *specSchemas) validate(t testing.TB, method string, result json.RawMessa
 		i, known := s.index[method]
 		if !known {
 			s.mu.Unlock()
-			t.Fatalf("no method %s in the spec", method)
+			return fmt.Errorf("no method %s in the spec", method)
 		}
 		var err error
 		sch, err = s.c.Compile("https://portico.test/" + specFile + "#/methods/" + strconv.Itoa(i) + "/result/schema")
 		if err != nil {
 			s.mu.Unlock()
-			t.Fatalf("compile %s result schema: %v", method, err)
+			return fmt.Errorf("compile %s result schema: %w", method, err)
 		}
 		s.results[method] = sch
 	}
 	s.mu.Unlock()
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(result))
 	if err != nil {
-		t.Fatalf("%s: result is not JSON: %v", method, err)
+		return err
 	}
-	if err := sch.Validate(v); err != nil {
-		t.Errorf("%s result does not match spec %s:\n%s\n%v", method, SpecVersion, result, err)
-	}
+	return sch.Validate(v)
 }
+
+func asCoded(err error, target *interface{ ErrorCode() int }) bool { return errors.As(err, target) }
 
 // client talks JSON-RPC to a devnet over real HTTP.
 type client struct {
