@@ -1,8 +1,10 @@
 // Package starknet is the method table of the rollup family (the Starknet
 // JSON-RPC, spec v0.8 with the later block tags): starknet_getEvents and
 // starknet_getStateUpdate with full params validation (also under the seed's
-// names rollup_getEvents and rollup_getStateUpdate), and an allowlist of the
-// other methods clients need. Every starknet_ method also answers as
+// names rollup_getEvents and rollup_getStateUpdate), rows with params
+// validation for the methods every client calls first (blockNumber,
+// blockHashAndNumber, chainId, specVersion, getBlockWithTxHashes,
+// getTransactionReceipt), and an allowlist of the other methods. Every starknet_ method also answers as
 // rollup_.
 //
 // Params may be named (an object) or positional (an array), as real rollup
@@ -74,17 +76,31 @@ func Table() portico.Table {
 				Cost:      CostGetStateUpdate,
 				Cacheable: stateUpdateCacheable,
 			},
+			{Name: "starknet_blockNumber", Aliases: []string{"rollup_blockNumber"}, Params: NoParams, Cost: DefaultCost},
+			{Name: "starknet_blockHashAndNumber", Aliases: []string{"rollup_blockHashAndNumber"}, Params: NoParams, Cost: DefaultCost},
+			{Name: "starknet_chainId", Aliases: []string{"rollup_chainId"}, Params: NoParams, Cost: DefaultCost},
+			{Name: "starknet_specVersion", Aliases: []string{"rollup_specVersion"}, Params: NoParams, Cost: DefaultCost},
+			{
+				Name:    "starknet_getBlockWithTxHashes",
+				Aliases: []string{"rollup_getBlockWithTxHashes"},
+				Params:  GetBlockParams,
+				Cost:    DefaultCost,
+			},
+			{
+				Name:    "starknet_getTransactionReceipt",
+				Aliases: []string{"rollup_getTransactionReceipt"},
+				Params:  GetTransactionReceiptParams,
+				Cost:    DefaultCost,
+			},
 		},
 		DefaultCost:   DefaultCost,
 		AliasPrefixes: map[string]string{"rollup_": "starknet_"},
 		Forward: []string{
-			"starknet_blockHashAndNumber", "starknet_blockNumber", "starknet_call", "starknet_chainId",
-			"starknet_estimateFee", "starknet_estimateMessageFee", "starknet_getBlockTransactionCount",
-			"starknet_getBlockWithReceipts", "starknet_getBlockWithTxHashes", "starknet_getBlockWithTxs",
+			"starknet_call", "starknet_estimateFee", "starknet_estimateMessageFee", "starknet_getBlockTransactionCount",
+			"starknet_getBlockWithReceipts", "starknet_getBlockWithTxs",
 			"starknet_getClass", "starknet_getClassAt", "starknet_getClassHashAt", "starknet_getNonce",
 			"starknet_getStorageAt", "starknet_getTransactionByBlockIdAndIndex",
-			"starknet_getTransactionByHash", "starknet_getTransactionReceipt", "starknet_getTransactionStatus",
-			"starknet_specVersion", "starknet_syncing", "starknet_addInvokeTransaction",
+			"starknet_getTransactionByHash", "starknet_getTransactionStatus", "starknet_syncing", "starknet_addInvokeTransaction",
 			"starknet_addDeclareTransaction", "starknet_addDeployAccountTransaction",
 		},
 	}
@@ -254,6 +270,56 @@ func GetStateUpdateParams(raw jsontext.Value) (jsontext.Value, error) {
 				return nil, err
 			}
 		}
+	}
+	return raw, nil
+}
+
+// NoParams checks the params of a method that takes none: absent, [] or
+// {}.
+func NoParams(raw jsontext.Value) (jsontext.Value, error) {
+	switch {
+	case len(raw) == 0:
+		return raw, nil
+	case raw.Kind() == '[':
+		items, err := rpcparams.Array(raw, 0, "")
+		if err != nil {
+			return nil, err
+		}
+		if len(items) > 0 {
+			return nil, rpcparams.Errorf(1, "", "this method takes no params, got %d", len(items))
+		}
+		return raw, nil
+	case raw.Kind() == '{':
+		if _, err := rpcparams.Object(raw, 0, ""); err != nil {
+			return nil, rpcparams.Errorf(0, "", "this method takes no params, got an object with members")
+		}
+		return raw, nil
+	}
+	return nil, rpcparams.Errorf(0, "", "this method takes no params, got %s", rpcparams.Describe(raw))
+}
+
+// GetBlockParams checks {block_id} or [block_id], the params of
+// getBlockWithTxHashes.
+func GetBlockParams(raw jsontext.Value) (jsontext.Value, error) {
+	p, named, err := splitParams(raw, 1, "block_id")
+	if err != nil {
+		return nil, err
+	}
+	if err := blockID(p["block_id"], pos(named, 0), "block_id"); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// GetTransactionReceiptParams checks {transaction_hash} or
+// [transaction_hash].
+func GetTransactionReceiptParams(raw jsontext.Value) (jsontext.Value, error) {
+	p, named, err := splitParams(raw, 1, "transaction_hash")
+	if err != nil {
+		return nil, err
+	}
+	if err := felt(p["transaction_hash"], pos(named, 0), "transaction_hash"); err != nil {
+		return nil, err
 	}
 	return raw, nil
 }

@@ -175,3 +175,61 @@ func FuzzGetEventsParams(f *testing.F) {
 func FuzzGetStateUpdateParams(f *testing.F) {
 	fuzzParams(f, starknet.GetStateUpdateParams, `{"block_id":{"block_hash":"0x1"}}`, `["latest",["0x1"]]`)
 }
+
+func TestNoParams(t *testing.T) {
+	run(t, starknet.NoParams, []paramsCase{
+		{"absent", ``, "", 0},
+		{"empty array", `[]`, "", 0},
+		{"empty object", `{}`, "", 0},
+		{"one positional", `[1]`, `invalid params: param 1: this method takes no params, got 1`, 0},
+		{"named member", `{"x":1}`, `invalid params: this method takes no params, got an object with members`, 0},
+		{"string", `"x"`, `invalid params: this method takes no params, got string "x"`, 0},
+	})
+}
+
+func TestGetBlockParams(t *testing.T) {
+	run(t, starknet.GetBlockParams, []paramsCase{
+		{"latest", `{"block_id":"latest"}`, "", 0},
+		{"pending positional", `["pending"]`, "", 0},
+		{"by hash", `{"block_id":{"block_hash":` + felt + `}}`, "", 0},
+		{"by number", `[{"block_number":7}]`, "", 0},
+		{"missing", `{}`, `invalid params: block_id: missing; it is required`, 0},
+		{"unknown member", `{"block_id":"latest","full":true}`, `invalid params: full: unknown field; allowed fields are block_id`, 0},
+		{"bad tag", `["earliest"]`, `invalid params: param 1 (block_id): want {"block_hash": felt}, {"block_number": integer} or one of latest, pending, pre_confirmed, l1_accepted, got string "earliest"`, 0},
+		{"two positional", `["latest","latest"]`, `invalid params: param 2: too many params: want at most 1 [block_id], got 2`, 0},
+	})
+}
+
+func TestGetTransactionReceiptParams(t *testing.T) {
+	run(t, starknet.GetTransactionReceiptParams, []paramsCase{
+		{"named", `{"transaction_hash":` + felt + `}`, "", 0},
+		{"positional", `["0x1"]`, "", 0},
+		{"missing", `{}`, `invalid params: transaction_hash: missing; it is required`, 0},
+		{"not hex", `{"transaction_hash":"0xg"}`, `invalid params: transaction_hash: want a felt, 0x and 1 to 64 hex digits, got string "0xg"`, 0},
+		{"number", `[5]`, `invalid params: param 1 (transaction_hash): want a string, got number 5`, 0},
+		{"above prime", `["0x800000000000011000000000000000000000000000000000000000000000001"]`, `invalid params: param 1 (transaction_hash): felt is not below the field prime 2^251+17*2^192+1: string "0x800000000000011000000000000000000000000000000000000000000000001"`, 0},
+	})
+}
+
+func TestTableRows(t *testing.T) {
+	tb := starknet.Table()
+	rows := map[string]portico.Method{}
+	for _, m := range tb.Methods {
+		rows[m.Name] = m
+	}
+	for _, name := range []string{"getEvents", "getStateUpdate", "blockNumber", "blockHashAndNumber", "chainId", "specVersion", "getBlockWithTxHashes", "getTransactionReceipt"} {
+		m, ok := rows["starknet_"+name]
+		if !ok || m.Params == nil || len(m.Aliases) != 1 || m.Aliases[0] != "rollup_"+name {
+			t.Errorf("row starknet_%s: %+v", name, m)
+		}
+		for _, f := range tb.Forward {
+			if f == "starknet_"+name {
+				t.Errorf("%s is both a row and in Forward", f)
+			}
+		}
+	}
+}
+
+func FuzzNoParams(f *testing.F) {
+	fuzzParams(f, starknet.NoParams, `[]`, `{}`, `[1]`)
+}
