@@ -1,8 +1,8 @@
 package auth
 
 // The types below encode to the same JSON as the Swift SDK's Codable
-// types: the same keys, in declaration order, and absent optionals left
-// out. Go zero values stand for Swift nil where the zero is not itself a
+// types: the same keys, in the Swift declaration order, and absent
+// optionals left out. Go zero values stand for Swift nil where the zero is not itself a
 // meaningful value (an empty string, an empty enum); optional booleans and
 // numbers are pointers so that false and 0 still travel. Maps use omitzero,
 // so nil is left out but an empty map is written as {}.
@@ -20,16 +20,16 @@ type InitParams struct {
 	// RedirectURL is where the login pages send the browser back to. Login
 	// always uses its loopback listener; LoginURL uses this one.
 	RedirectURL string `json:"redirectUrl,omitempty"`
-	// WhiteLabel customizes the login pages.
-	WhiteLabel *WhiteLabelData `json:"whiteLabel,omitempty"`
 	// LoginConfig customizes login methods, keyed by TypeOfLogin raw value.
 	LoginConfig map[string]LoginConfig `json:"loginConfig,omitzero"`
+	// WhiteLabel customizes the login pages.
+	WhiteLabel *WhiteLabelData `json:"whiteLabel,omitempty"`
+	// ChainNamespace is the chain family the keys are for.
+	ChainNamespace ChainNamespace `json:"chainNamespace,omitempty"`
 	// UseCoreKitKey makes PrivKey and Ed25519PrivKey return the core kit
 	// keys (the same keys the single-factor SDKs give) instead of the
 	// app-scoped ones.
 	UseCoreKitKey *bool `json:"useCoreKitKey,omitempty"`
-	// ChainNamespace is the chain family the keys are for.
-	ChainNamespace ChainNamespace `json:"chainNamespace,omitempty"`
 	// MfaSettings orders and enables the MFA factors (new in v7).
 	MfaSettings *MfaSettings `json:"mfaSettings,omitempty"`
 	// SessionTime is the session lifetime in seconds (new in v7); 0 means
