@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/gagliardetto/solana-go"
-	"github.com/gagliardetto/solana-go/programs/memo"
 	"github.com/gagliardetto/solana-go/programs/system"
 )
 
@@ -41,7 +40,9 @@ func (d *Devnet) trafficTxs(s *buildState, tip *block) []*pending {
 			out = append(out, mustSign([]solana.Instruction{transfer}, tip.Hash, from.PublicKey(), nil, from))
 		case k < 5:
 			note := fmt.Sprintf("portico devnet traffic #%d", d.traffic.n)
-			m := memo.NewMemoInstruction([]byte(note), from.PublicKey()).Build()
+			// The memo program takes the raw UTF-8 text (solana-go's memo
+			// builder prepends a length byte, which a real memo would keep).
+			m := solana.NewInstruction(memoProgram, solana.AccountMetaSlice{solana.Meta(from.PublicKey()).SIGNER()}, []byte(note))
 			out = append(out, mustSign([]solana.Instruction{transfer, m}, tip.Hash, from.PublicKey(), nil, from))
 		case k == 5:
 			fresh := devKey(fmt.Sprintf("fresh %d %d", d.cfg.Seed, d.traffic.n))
