@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
@@ -119,27 +120,40 @@ func (n *Node) makeDeals(s *dkgSession, poly sss.Polynomial, comm sss.Commitment
 	return out, nil
 }
 
-// runSession sends the deals (retrying until each peer takes its deal) and
-// fails the session if it does not complete in time.
+// runSession sends the deals (retrying until each peer takes its deal,
+// even after this node has finished: the others still need its deal) and
+// fails the session if it does not complete within DKGTimeout.
 func (n *Node) runSession(s *dkgSession, msgs map[Peer]*DealParams) {
 	defer n.wg.Done()
 	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.DKGTimeout)
 	defer cancel()
+	var senders sync.WaitGroup
 	for p, d := range msgs {
-		n.wg.Add(1)
+		senders.Add(1)
 		go func() {
-			defer n.wg.Done()
-			n.sendDeal(ctx, s, p, d)
+			defer senders.Done()
+			n.sendDeal(ctx, p, d)
 		}()
 	}
+	sent := make(chan struct{})
+	go func() {
+		senders.Wait()
+		close(sent)
+	}()
 	select {
 	case <-s.done:
 	case <-ctx.Done():
 		n.finish(s, nil, ErrDKGTimeout)
 	}
+	select {
+	case <-sent:
+	case <-ctx.Done():
+	}
+	cancel()
+	<-sent
 }
 
-func (n *Node) sendDeal(ctx context.Context, s *dkgSession, p Peer, d *DealParams) {
+func (n *Node) sendDeal(ctx context.Context, p Peer, d *DealParams) {
 	backoff := 50 * time.Millisecond
 	for {
 		err := call(ctx, n.http, p.URL, MethodDKGDeal, d, nil)
@@ -154,8 +168,6 @@ func (n *Node) sendDeal(ctx context.Context, s *dkgSession, p Peer, d *DealParam
 		}
 		select {
 		case <-ctx.Done():
-			return
-		case <-s.done:
 			return
 		case <-time.After(backoff):
 		}

@@ -36,7 +36,8 @@ const maxRequestBytes = 1 << 20
 
 // NodeOptions are a node's dependencies.
 type NodeOptions struct {
-	// HTTPClient carries deals to peers; a client with a 10 s timeout if nil.
+	// HTTPClient carries deals to peers; if nil, a client of the node's
+	// own with a 10 s timeout, whose idle connections Close closes.
 	HTTPClient *http.Client
 	// Logger; slog.Default() if nil. Tokens, shares and keys are never logged.
 	Logger *slog.Logger
@@ -86,7 +87,7 @@ func NewNode(cfg NodeConfig, store Storage, opts NodeOptions) (*Node, error) {
 		return nil, err
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+		opts.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 10 * time.Second}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -107,6 +108,7 @@ func (n *Node) Index() int { return n.cfg.Index }
 func (n *Node) Close() error {
 	n.cancel()
 	n.wg.Wait()
+	n.http.CloseIdleConnections()
 	return nil
 }
 

@@ -142,7 +142,6 @@ func (s *Store) Close() error { return s.db.Close() }
 // Backend is "sqlite" or "postgres".
 func (s *Store) Backend() string { return s.d.name }
 
-
 // keynetMigrations are applied in order, once each; append, never edit.
 func keynetMigrations() []string {
 	return []string{
