@@ -112,8 +112,10 @@ func TestLoginKeys(t *testing.T) {
 		t.Fatal("a second login gave another key")
 	}
 	others := map[string]func() (*keynet.KeyResult, error){
-		"other user":     func() (*keynet.KeyResult, error) { return dev.GetKey(ctx, "portico-jwt", "bob", is.token("bob")) },
-		"other verifier": func() (*keynet.KeyResult, error) { return dev.GetKey(ctx, "other-verifier", "alice", is.token("alice")) },
+		"other user": func() (*keynet.KeyResult, error) { return dev.GetKey(ctx, "portico-jwt", "bob", is.token("bob")) },
+		"other verifier": func() (*keynet.KeyResult, error) {
+			return dev.GetKey(ctx, "other-verifier", "alice", is.token("alice"))
+		},
 		"other network": func() (*keynet.KeyResult, error) {
 			return client(t, e, "cyan").GetKey(ctx, "portico-jwt", "alice", is.token("alice"))
 		},
