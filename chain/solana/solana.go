@@ -1,6 +1,7 @@
 // Package solana is the method table of the slot-chain family (Solana's
-// JSON-RPC): getBlock with full params validation, and an allowlist of the
-// other methods real clients need.
+// JSON-RPC): getBlock with full params validation, rows with params
+// validation for the methods real clients call most (methods.go), and an
+// allowlist of the others.
 //
 // Where the seed and a real node (agave) differ, the gateway applies the
 // seed's rule at its edge and sends the node a request that makes it honour
@@ -39,12 +40,12 @@ const (
 func Table() portico.Table {
 	return portico.Table{
 		Family: portico.FamilySolana,
-		Methods: []portico.Method{{
+		Methods: append([]portico.Method{{
 			Name:      "getBlock",
 			Params:    GetBlockParams,
 			Cost:      CostGetBlock,
 			Cacheable: getBlockCacheable,
-		}},
+		}}, clientMethods()...),
 		DefaultCost: DefaultCost,
 		Forward: []string{
 			"getAccountInfo", "getBalance", "getBlockHeight", "getBlockCommitment", "getBlockProduction",

@@ -85,7 +85,7 @@ func TestGetBlockParams(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	tb := solana.Table()
-	if tb.Family != portico.FamilySolana || len(tb.Methods) != 1 || tb.Methods[0].Cost != 160 || tb.DefaultCost != 80 {
+	if tb.Family != portico.FamilySolana || len(tb.Methods) != 17 || tb.Methods[0].Name != "getBlock" || tb.Methods[0].Cost != 160 || tb.DefaultCost != 80 {
 		t.Fatalf("%+v", tb)
 	}
 	cache := tb.Methods[0].Cacheable
