@@ -196,3 +196,15 @@ func TestSweeper(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// The client surfaces the server's error answer with its status.
+func TestClientStatusError(t *testing.T) {
+	d := mustOpen(t)(OpenSQLite(context.Background(), ""))
+	srv, _ := startServer(t, d)
+	key, _ := eccrypto.GenerateKey()
+	err := (&sessionapi.Client{BaseURL: srv.URL}).Set(context.Background(), key, []byte("{}"), sessionapi.MaxTimeout+1)
+	var se *sessionapi.StatusError
+	if !errors.As(err, &se) || se.Status != 400 || !strings.HasPrefix(se.Message, "timeout:") {
+		t.Fatalf("err = %v", err)
+	}
+}
