@@ -167,8 +167,13 @@ type Devnet struct {
 	// Disabled turns the embedded devnet off; calls then fail with "no
 	// upstream".
 	Disabled bool `yaml:"disabled"`
-	// BlockPeriod is the time between blocks.
+	// BlockPeriod is the time between blocks (slots for the solana
+	// family); zero keeps the devnet's default: 400ms for solana, 2s for
+	// evm, 3s for starknet.
 	BlockPeriod time.Duration `yaml:"block_period"`
+	// KeepSlots is how many recent slots the solana devnet keeps before
+	// ledger cleanup; zero means 4096.
+	KeepSlots uint64 `yaml:"keep_slots"`
 	// Traffic makes the devnet send transactions of every type.
 	Traffic *bool `yaml:"traffic"`
 	// Accounts is the number of prefunded dev accounts.

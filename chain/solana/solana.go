@@ -12,7 +12,8 @@
 //   - commitment "processed": the seed allows it; agave refuses it for
 //     getBlock (-32602 "Method does not support commitment below
 //     `confirmed`"). The node is sent "confirmed", the closest level it
-//     serves.
+//     serves, unless Options.NodeServesProcessed says the node serves
+//     processed blocks (Portico's embedded devnet does).
 //   - The deprecated bare-encoding form [slot, "base64"] is rewritten to the
 //     object form so the rewards rule applies to it too.
 //   - Unknown config fields are refused (agave ignores them), so a typo such
@@ -36,13 +37,30 @@ const (
 	DefaultCost  = 80
 )
 
-// Table returns the slot-chain family's method table.
-func Table() portico.Table {
+// Options adapt the table to what the network's nodes serve.
+type Options struct {
+	// NodeServesProcessed passes getBlock's commitment "processed" through
+	// instead of sending "confirmed". Set it only when every node of the
+	// network serves processed blocks (the embedded devnet); agave refuses
+	// them.
+	NodeServesProcessed bool
+}
+
+// Table returns the slot-chain family's method table for agave-like nodes.
+func Table() portico.Table { return TableFor(Options{}) }
+
+// TableFor returns the slot-chain family's method table for nodes as o
+// describes them.
+func TableFor(o Options) portico.Table {
+	params := GetBlockParams
+	if o.NodeServesProcessed {
+		params = func(raw jsontext.Value) (jsontext.Value, error) { return getBlockParams(raw, true) }
+	}
 	return portico.Table{
 		Family: portico.FamilySolana,
 		Methods: append([]portico.Method{{
 			Name:      "getBlock",
-			Params:    GetBlockParams,
+			Params:    params,
 			Cost:      CostGetBlock,
 			Cacheable: getBlockCacheable,
 		}}, clientMethods()...),
@@ -76,6 +94,10 @@ var (
 // GetBlockParams checks getBlock's params, [slot, config?], and returns the
 // params to send a real node (see the package comment for the rewrites).
 func GetBlockParams(raw jsontext.Value) (jsontext.Value, error) {
+	return getBlockParams(raw, false)
+}
+
+func getBlockParams(raw jsontext.Value, passProcessed bool) (jsontext.Value, error) {
 	p, err := rpcparams.Positional(raw, 1, "slot", "config")
 	if err != nil {
 		return nil, err
@@ -124,7 +146,8 @@ func GetBlockParams(raw jsontext.Value) (jsontext.Value, error) {
 		}
 	}
 	_, hasRewards := cfg["rewards"]
-	if hasRewards && commitment != "processed" {
+	rewrite := commitment == "processed" && !passProcessed
+	if hasRewards && !rewrite {
 		return raw, nil // nothing to change: forward the caller's bytes
 	}
 	// Rebuild the config in a fixed order with the seed's rules applied.
@@ -135,7 +158,7 @@ func GetBlockParams(raw jsontext.Value) (jsontext.Value, error) {
 		switch {
 		case name == "rewards" && !ok:
 			v, ok = jsontext.Value("false"), true
-		case name == "commitment" && commitment == "processed":
+		case name == "commitment" && rewrite:
 			v = jsontext.Value(`"confirmed"`)
 		}
 		if !ok {

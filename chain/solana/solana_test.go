@@ -135,3 +135,27 @@ func FuzzGetBlockParams(f *testing.F) {
 		}
 	})
 }
+
+// TestTableForProcessed checks that a table for nodes serving processed
+// blocks forwards that commitment, and the default table does not.
+func TestTableForProcessed(t *testing.T) {
+	cases := []struct {
+		opts   solana.Options
+		params string
+		want   string
+	}{
+		{solana.Options{}, `[7,{"commitment":"processed"}]`, `[7,{"rewards":false,"commitment":"confirmed"}]`},
+		{solana.Options{NodeServesProcessed: true}, `[7,{"commitment":"processed"}]`, `[7,{"rewards":false,"commitment":"processed"}]`},
+		{solana.Options{NodeServesProcessed: true}, `[7,{"commitment":"processed","rewards":true}]`, `[7,{"commitment":"processed","rewards":true}]`},
+		{solana.Options{NodeServesProcessed: true}, `[7]`, `[7,{"rewards":false}]`},
+	}
+	for _, c := range cases {
+		got, err := solana.TableFor(c.opts).Methods[0].Params(jsontext.Value(c.params))
+		if err != nil || string(got) != c.want {
+			t.Errorf("%+v %s: got %s, %v; want %s", c.opts, c.params, got, err, c.want)
+		}
+	}
+	if _, err := solana.TableFor(solana.Options{NodeServesProcessed: true}).Methods[0].Params(jsontext.Value(`[7,{"commitment":"recent"}]`)); err == nil {
+		t.Fatal("bad commitment accepted")
+	}
+}

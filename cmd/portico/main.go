@@ -20,6 +20,7 @@ import (
 // CLI is the command line of portico.
 type CLI struct {
 	Serve   ServeCmd   `cmd:"" help:"Run the gateway (with embedded devnets where no upstream is configured)."`
+	Devnet  DevnetCmd  `cmd:"" help:"Run one embedded devnet alone as a JSON-RPC node."`
 	Keys    KeysCmd    `cmd:"" help:"Manage API keys in the key store."`
 	Usage   UsageCmd   `cmd:"" help:"Show calls and credits per key, day and method."`
 	Version VersionCmd `cmd:"" help:"Print the version."`

@@ -22,6 +22,8 @@ import (
 	"github.com/porticohq/portico/chain/starknet"
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/devnet/evmdevnet"
+	"github.com/porticohq/portico/devnet/solanadevnet"
+	"github.com/porticohq/portico/devnet/starknetdevnet"
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/store"
@@ -90,8 +92,11 @@ type Main struct {
 	Key      string     // the dev key, when Config has no keys
 	Shared   string     // the shared listener's address
 	Networks []Endpoint // one per network, in config order
-	// Devnets are the embedded EVM devnets, by network name.
-	Devnets map[string]*evmdevnet.Devnet
+	// Devnets, SolanaDevnets and StarknetDevnets are the embedded
+	// devnets, by network name.
+	Devnets         map[string]*evmdevnet.Devnet
+	SolanaDevnets   map[string]*solanadevnet.Devnet
+	StarknetDevnets map[string]*starknetdevnet.Devnet
 	// Store holds keys and usage; Meter charges calls (nil when off).
 	Store *store.Store
 	Meter *metering.Meter
@@ -224,19 +229,6 @@ func (m *Main) listen(addr string, h http.Handler) (string, error) {
 // network builds one network: its method table and its upstream pool,
 // starting an embedded devnet when it has no upstream.
 func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network, error) {
-	var table portico.Table
-	switch n.Family {
-	case portico.FamilySolana:
-		table = solana.Table()
-	case portico.FamilyEVM:
-		table = evm.Table()
-	case portico.FamilyStarknet:
-		table = starknet.Table()
-	}
-	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{Allow: n.Methods, Costs: n.Costs, DefaultCost: n.DefaultCost})
-	if err != nil {
-		return nil, err
-	}
 	var members []upstream.Member
 	for _, u := range n.Upstreams {
 		node, err := upstream.Dial(u.URL, nil)
@@ -249,6 +241,7 @@ func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network
 		}
 		members = append(members, upstream.Member{Name: name, Node: node})
 	}
+	embedded := false
 	if len(members) == 0 && !n.Devnet.Disabled {
 		member, err := m.devnet(ctx, n)
 		if err != nil {
@@ -256,7 +249,23 @@ func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network
 		}
 		if member != nil {
 			members = append(members, *member)
+			embedded = true
 		}
+	}
+	var table portico.Table
+	switch n.Family {
+	case portico.FamilySolana:
+		// The embedded devnet serves processed blocks, as the seed
+		// describes them; agave does not.
+		table = solana.TableFor(solana.Options{NodeServesProcessed: embedded})
+	case portico.FamilyEVM:
+		table = evm.Table()
+	case portico.FamilyStarknet:
+		table = starknet.Table()
+	}
+	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{Allow: n.Methods, Costs: n.Costs, DefaultCost: n.DefaultCost})
+	if err != nil {
+		return nil, err
 	}
 	if len(members) == 0 {
 		m.log.Warn("network has no upstream; its calls fail until one is configured", "network", n.Name, "family", n.Family)
@@ -268,40 +277,88 @@ func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network
 	return &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Upstream: pool}, nil
 }
 
-// devnet starts the family's embedded devnet, if it has one, and returns
-// it as an upstream member reached over loopback like any remote node.
+// devnet starts the family's embedded devnet and returns it as an upstream
+// member reached over loopback like any remote node.
 func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member, error) {
-	if n.Family != portico.FamilyEVM {
+	dataDir := ""
+	if m.Config.DataDir != "" {
+		dataDir = filepath.Join(m.Config.DataDir, n.Name)
+	}
+	traffic := n.Devnet.Traffic == nil || *n.Devnet.Traffic
+	logger := m.log.With("devnet", n.Name)
+	var url string
+	switch n.Family {
+	case portico.FamilyEVM:
+		d, err := evmdevnet.New(evmdevnet.Config{
+			BlockPeriod: n.Devnet.BlockPeriod,
+			Accounts:    n.Devnet.Accounts,
+			Traffic:     traffic,
+			GenesisFile: n.Devnet.Genesis,
+			ChainRLP:    n.Devnet.ChainRLP,
+			DataDir:     dataDir,
+			Logger:      logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		m.closers = append(m.closers, d)
+		if err := d.Start(ctx); err != nil {
+			return nil, err
+		}
+		if m.Devnets == nil {
+			m.Devnets = map[string]*evmdevnet.Devnet{}
+		}
+		m.Devnets[n.Name] = d
+		url = d.HTTPURL()
+		fmt.Fprintf(m.Stdout, "%s: embedded go-ethereum devnet, chain id %s, prefunded dev accounts (test keys, never use them elsewhere):\n", n.Name, d.ChainID())
+		for _, a := range d.Accounts() {
+			fmt.Fprintf(m.Stdout, "  %s  key %s\n", a.Address.Hex(), a.KeyHex())
+		}
+	case portico.FamilySolana:
+		d, err := solanadevnet.New(solanadevnet.Config{
+			DataDir:    dataDir,
+			SlotPeriod: n.Devnet.BlockPeriod,
+			KeepSlots:  n.Devnet.KeepSlots,
+			Traffic:    traffic,
+			Logger:     logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		m.closers = append(m.closers, d)
+		if err := d.Start(ctx); err != nil {
+			return nil, err
+		}
+		if m.SolanaDevnets == nil {
+			m.SolanaDevnets = map[string]*solanadevnet.Devnet{}
+		}
+		m.SolanaDevnets[n.Name] = d
+		url = d.HTTPURL()
+		fmt.Fprintf(m.Stdout, "%s: embedded slot-chain devnet, faucet %s (requestAirdrop funds any account)\n", n.Name, d.Faucet().PublicKey())
+	case portico.FamilyStarknet:
+		d, err := starknetdevnet.New(starknetdevnet.Config{
+			DataDir:     dataDir,
+			BlockPeriod: n.Devnet.BlockPeriod,
+			Traffic:     traffic && n.Devnet.BlockPeriod >= 0,
+			Logger:      logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		m.closers = append(m.closers, d)
+		if err := d.Start(ctx); err != nil {
+			return nil, err
+		}
+		if m.StarknetDevnets == nil {
+			m.StarknetDevnets = map[string]*starknetdevnet.Devnet{}
+		}
+		m.StarknetDevnets[n.Name] = d
+		url = d.HTTPURL()
+		fmt.Fprintf(m.Stdout, "%s: embedded rollup devnet, chain id %s, spec %s\n", n.Name, starknetdevnet.DefaultChainID, starknetdevnet.SpecVersion)
+	default:
 		return nil, nil
 	}
-	dc := evmdevnet.Config{
-		BlockPeriod: n.Devnet.BlockPeriod,
-		Accounts:    n.Devnet.Accounts,
-		Traffic:     n.Devnet.Traffic == nil || *n.Devnet.Traffic,
-		GenesisFile: n.Devnet.Genesis,
-		ChainRLP:    n.Devnet.ChainRLP,
-		Logger:      m.log.With("devnet", n.Name),
-	}
-	if m.Config.DataDir != "" {
-		dc.DataDir = filepath.Join(m.Config.DataDir, n.Name)
-	}
-	d, err := evmdevnet.New(dc)
-	if err != nil {
-		return nil, err
-	}
-	m.closers = append(m.closers, d)
-	if m.Devnets == nil {
-		m.Devnets = map[string]*evmdevnet.Devnet{}
-	}
-	m.Devnets[n.Name] = d
-	if err := d.Start(ctx); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(m.Stdout, "%s: embedded go-ethereum devnet, chain id %s, prefunded dev accounts (test keys, never use them elsewhere):\n", n.Name, d.ChainID())
-	for _, a := range d.Accounts() {
-		fmt.Fprintf(m.Stdout, "  %s  key %s\n", a.Address.Hex(), a.KeyHex())
-	}
-	return &upstream.Member{Name: n.Name + "/embedded", Node: upstream.NewHTTP(d.HTTPURL(), nil)}, nil
+	return &upstream.Member{Name: n.Name + "/embedded", Node: upstream.NewHTTP(url, nil)}, nil
 }
 
 // probe is a harmless call per family for the ready line's curl.

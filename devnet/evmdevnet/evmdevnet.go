@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/big"
+	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -45,6 +46,9 @@ import (
 
 // Config configures a devnet. The zero value is a working devnet.
 type Config struct {
+	// Listen is the HTTP and WebSocket address (one port serves both);
+	// empty means 127.0.0.1:0.
+	Listen string
 	// DataDir keeps the chain across restarts; empty keeps it in memory.
 	DataDir string
 	// ChainID of the dev chain; 0 means 1337. A genesis file sets its own.
@@ -230,8 +234,12 @@ func (d *Devnet) Start(ctx context.Context) error {
 	nodeConf.Name = "portico-devnet"
 	nodeConf.DataDir = d.cfg.DataDir
 	nodeConf.P2P = p2p.Config{NoDiscovery: true, MaxPeers: 0, ListenAddr: ""}
-	nodeConf.HTTPHost, nodeConf.HTTPPort = "127.0.0.1", 0
-	nodeConf.WSHost, nodeConf.WSPort = "127.0.0.1", 0
+	host, port, err := listenAddr(d.cfg.Listen)
+	if err != nil {
+		return err
+	}
+	nodeConf.HTTPHost, nodeConf.HTTPPort = host, port
+	nodeConf.WSHost, nodeConf.WSPort = host, port
 	nodeConf.HTTPModules = []string{"eth", "net", "web3", "debug", "txpool"}
 	nodeConf.WSModules = nodeConf.HTTPModules
 	nodeConf.HTTPVirtualHosts = []string{"*"}
@@ -456,3 +464,22 @@ func (w warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
 
 func (w warnOnly) WithAttrs(a []slog.Attr) slog.Handler { return warnOnly{w.Handler.WithAttrs(a)} }
 func (w warnOnly) WithGroup(n string) slog.Handler      { return warnOnly{w.Handler.WithGroup(n)} }
+
+// listenAddr splits a Listen address; empty means 127.0.0.1:0.
+func listenAddr(addr string) (string, int, error) {
+	if addr == "" {
+		return "127.0.0.1", 0, nil
+	}
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("evmdevnet: listen: %w", err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("evmdevnet: listen: bad port %q", p)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return host, port, nil
+}
