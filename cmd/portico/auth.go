@@ -22,6 +22,7 @@ import (
 type AuthCmd struct {
 	Serve   AuthServeCmd   `cmd:"" help:"Run the auth server (the session server the auth SDK logs in against)."`
 	Migrate AuthMigrateCmd `cmd:"" help:"Migrate a v6 auth SDK init config (JSON) to v7: the v7 JSON on stdout, one line per change on stderr."`
+	Node    AuthNodeCmd    `cmd:"" help:"Run one node of the key network as its own process, or set up a network of them (init, key, validate)."`
 }
 
 // AuthServeCmd runs the auth server until interrupted.
