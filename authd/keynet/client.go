@@ -82,6 +82,9 @@ func (k *KeyResult) PrivateKeyHex() string { return eccrypto.PrivateKeyHex(k.Pri
 type Client struct {
 	net  NetworkConfig
 	http *http.Client
+	// quorum is how many signed commitments to wait for; 0 means
+	// CommitmentQuorum(n).
+	quorum int
 }
 
 // NewClient makes a client for a network; httpClient may be nil (a
@@ -94,6 +97,21 @@ func NewClient(net NetworkConfig, httpClient *http.Client) (*Client, error) {
 		httpClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 30 * time.Second}
 	}
 	return &Client{net: net, http: httpClient}, nil
+}
+
+// WithCommitmentQuorum returns a copy of the client that goes on to the
+// share step once q nodes have signed the token commitment, instead of
+// ⌊3n/4⌋+1 as the real network's clients do; q must be t..n. Nodes still
+// each require t valid commitments, so this only trades the real client's
+// margin for availability: with q = t, a login works while only t nodes
+// are up.
+func (c *Client) WithCommitmentQuorum(q int) (*Client, error) {
+	if n := len(c.net.Nodes); q < c.net.Threshold() || q > n {
+		return nil, &ConfigError{Field: "commitmentQuorum", Reason: fmt.Sprintf("%d: want %d..%d", q, c.net.Threshold(), n)}
+	}
+	cp := *c
+	cp.quorum = q
+	return &cp, nil
 }
 
 // CloseIdleConnections closes the client's idle connections to the nodes.
@@ -157,7 +175,11 @@ func (c *Client) FetchShares(ctx context.Context, verifier, verifierID, idToken 
 		mu.Unlock()
 		return nil
 	})
-	if need := CommitmentQuorum(len(c.net.Nodes)); len(sigs) < need {
+	need := c.quorum
+	if need == 0 {
+		need = CommitmentQuorum(len(c.net.Nodes))
+	}
+	if len(sigs) < need {
 		return nil, &NodesError{Step: MethodCommitment, Got: len(sigs), Need: need, Errs: failures(errs), Err: ErrNotEnoughCommitments}
 	}
 	sort.Slice(sigs, func(i, j int) bool { return sigs[i].NodeIndex < sigs[j].NodeIndex })
