@@ -36,8 +36,12 @@ type target struct {
 }
 
 func run(ctx context.Context, c *cli) error {
-	fmt.Printf("portico-bench: %d CPUs, GOMAXPROCS %d, %s, concurrency %d, %d rounds of %s (+%s warm-up), cache off\n\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), c.Concurrency, c.Rounds, c.Duration, c.Warmup)
+	cache := "off"
+	if c.Cache {
+		cache = "on (64 MiB)"
+	}
+	fmt.Printf("portico-bench: %d CPUs, GOMAXPROCS %d, %s, concurrency %d, %d rounds of %s (+%s warm-up), result cache %s\n\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), c.Concurrency, c.Rounds, c.Duration, c.Warmup, cache)
 	fmt.Println("| setup | request | direct req/s | gateway req/s | ratio | direct p50 | gateway p50 | added p50 | direct p99 | gateway p99 | added p99 |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range c.Setup {
@@ -309,7 +313,10 @@ func startPortico(ctx context.Context, c *cli, upstreams map[string]string, extr
 		return nil, err
 	}
 	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "listen: 127.0.0.1:0\nlog: {level: warn}\ncache: {max_bytes: 0}\nkeys: [{name: bench, key: %s, daily_credits: 1000000000000000}]\n", benchKey)
+	fmt.Fprintf(&cfg, "listen: 127.0.0.1:0\nlog: {level: warn}\nkeys: [{name: bench, key: %s, daily_credits: 1000000000000000}]\n", benchKey)
+	if !c.Cache {
+		fmt.Fprintf(&cfg, "cache: {max_bytes: 0}\n")
+	}
 	for _, e := range extra {
 		fmt.Fprintln(&cfg, e)
 	}

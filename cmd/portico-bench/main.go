@@ -27,6 +27,7 @@ type cli struct {
 	Concurrency int           `help:"concurrent clients." default:"16"`
 	Rounds      int           `help:"rounds per target; the median is reported." default:"3"`
 	Pprof       string        `help:"pass --pprof ADDR to portico, to profile it during the run."`
+	Cache       bool          `help:"run portico with its default result cache (64 MiB) instead of off; repeated calls for immutable data are then answered from it."`
 }
 
 func main() {
