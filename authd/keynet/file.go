@@ -203,7 +203,8 @@ func jsonError(data []byte, err error) error {
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		line, col := position(data, se.Offset)
+		// Offset counts the bytes read, the offending one included.
+		line, col := position(data, se.Offset-1)
 		return &ConfigError{Field: fmt.Sprintf("line %d column %d", line, col), Reason: se.Error()}
 	}
 	if errors.Is(err, io.EOF) {
@@ -214,6 +215,7 @@ func jsonError(data []byte, err error) error {
 	return &ConfigError{Field: "file", Reason: strings.TrimPrefix(err.Error(), "json: ")}
 }
 
+// position is the 1-based line and column of the byte at offset.
 func position(data []byte, offset int64) (line, col int) {
 	offset = min(max(offset, 0), int64(len(data)))
 	before := data[:offset]
