@@ -24,10 +24,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alecthomas/kong"
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/porticohq/portico/authd/keynet"
 	"github.com/porticohq/portico/authd/keynet/sss"
+	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/internal/testsvc"
 )
 
@@ -431,5 +433,70 @@ func TestAuthNodeCommandErrors(t *testing.T) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestAuthNodeDocCommands keeps docs/auth-keys.md true: its init command
+// runs and prints exactly the node commands the page shows, and every
+// `portico auth node` command on the page parses.
+func TestAuthNodeDocCommands(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/auth-keys.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)
+	i := strings.Index(section, "### Running the key network as processes")
+	if i < 0 {
+		t.Fatal("docs/auth-keys.md has no section \"Running the key network as processes\"")
+	}
+	section = section[i:]
+	if j := strings.Index(section, "\n## "); j >= 0 {
+		section = section[:j]
+	}
+	var cmds [][]string
+	for _, line := range strings.Split(strings.ReplaceAll(section, "\\\n", " "), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		if f := strings.Fields(line); len(f) > 3 && f[0] == "portico" && f[1] == "auth" && f[2] == "node" {
+			cmds = append(cmds, f[1:])
+		}
+	}
+	if len(cmds) < 7 {
+		t.Fatalf("found %d commands in the section:\n%q", len(cmds), cmds)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	var nodes []string
+	for _, args := range cmds {
+		switch args[2] {
+		case "init":
+			var out lockedBuffer
+			if err := run(context.Background(), args, &out, io.Discard); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			for _, l := range strings.Split(out.String(), "\n") {
+				if l = strings.TrimSpace(l); strings.HasPrefix(l, "portico auth node --config") {
+					nodes = append(nodes, strings.ReplaceAll(l, dir+string(filepath.Separator), ""))
+				}
+			}
+		default:
+			var cli CLI
+			parser, err := kong.New(&cli, kong.Name("portico"), kong.Vars{"default_listen": config.DefaultListen},
+				kong.Exit(func(int) { t.Fatalf("%v: kong exited", args) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := parser.Parse(args); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+		}
+	}
+	var documented []string
+	for _, args := range cmds {
+		if args[2] == "--config" {
+			documented = append(documented, "portico "+strings.Join(args, " "))
+		}
+	}
+	if !slices.Equal(nodes, documented) {
+		t.Fatalf("init prints\n%s\nthe page shows\n%s", strings.Join(nodes, "\n"), strings.Join(documented, "\n"))
 	}
 }
