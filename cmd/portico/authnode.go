@@ -107,6 +107,12 @@ func (c *AuthNodeRunCmd) Run(ctx context.Context, s *Streams) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	verifiers := make([]string, len(file.Verifiers))
+	for i, v := range file.Verifiers {
+		verifiers[i] = v.Verifier
+	}
+	log.Info("key node serving", "network", file.Network.Name, "node", c.Index, "nodes", len(file.Network.Nodes),
+		"threshold", file.Network.Threshold(), "addr", ln.Addr().String(), "store", store.Backend(), "verifiers", verifiers)
 	fmt.Fprintf(s.Out, "portico auth node %d/%d (network %s) listening on http://%s/\n", c.Index, len(file.Network.Nodes), file.Network.Name, ln.Addr())
 	select {
 	case err := <-served:

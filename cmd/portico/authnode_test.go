@@ -104,6 +104,17 @@ var nodeReadyRE = regexp.MustCompile(`^portico auth node (\d+)/(\d+) \(network (
 // startNodeProc starts a node process and waits for its ready line.
 func startNodeProc(t *testing.T, args ...string) *nodeProc {
 	t.Helper()
+	p, err := tryStartNodeProc(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// tryStartNodeProc is startNodeProc returning an error (with the node's
+// output) if the node exits before it is ready.
+func tryStartNodeProc(t *testing.T, args ...string) (*nodeProc, error) {
+	t.Helper()
 	argv, _ := json.Marshal(append([]string{"auth", "node"}, args...))
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "PORTICO_TEST_RUN_MAIN="+string(argv))
@@ -111,10 +122,10 @@ func startNodeProc(t *testing.T, args ...string) *nodeProc {
 	cmd.Stderr = p.out
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	ready := make(chan string, 1)
 	go func() {
@@ -133,13 +144,13 @@ func startNodeProc(t *testing.T, args ...string) *nodeProc {
 	select {
 	case addr, ok := <-ready:
 		if !ok {
-			t.Fatalf("auth node %v exited before it was ready:\n%s", args, p.out)
+			return nil, fmt.Errorf("auth node %v exited before it was ready:\n%s", args, p.out)
 		}
 		p.addr = addr
 	case <-time.After(time.Minute):
-		t.Fatalf("auth node %v not ready after a minute:\n%s", args, p.out)
+		return nil, fmt.Errorf("auth node %v not ready after a minute:\n%s", args, p.out)
 	}
-	return p
+	return p, nil
 }
 
 // kill signals the process and waits for it to exit.
@@ -180,7 +191,7 @@ func freePorts(t *testing.T, n int) []int {
 func initNetwork(t *testing.T, is *testIssuer, dir string, n int) string {
 	t.Helper()
 	args := []string{"auth", "node", "init", "--nodes", strconv.Itoa(n), "--dir", dir, "--jwks-url", is.srv.URL + "/jwks.json",
-		"--issuer", testIss, "--audience", testAud}
+		"--issuer", testIss, "--audience", testAud, "--force"}
 	for _, p := range freePorts(t, n) {
 		args = append(args, "--url", fmt.Sprintf("http://127.0.0.1:%d/", p))
 	}
@@ -194,22 +205,45 @@ func initNetwork(t *testing.T, is *testIssuer, dir string, n int) string {
 	return filepath.Join(dir, "network.json")
 }
 
+// startNetwork inits a network of n nodes in dir and starts each node as
+// a process with the flags args(i) adds. The free ports init picks may be
+// taken by another program before a node listens on them; then it tries
+// again on other ports.
+func startNetwork(t *testing.T, is *testIssuer, dir string, n int, args func(i int) []string) (string, []*nodeProc) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		cfg := initNetwork(t, is, dir, n)
+		procs := make([]*nodeProc, n+1)
+		var err error
+		for i := 1; i <= n && err == nil; i++ {
+			procs[i], err = tryStartNodeProc(t, append([]string{"--config", cfg, "--index", strconv.Itoa(i)}, args(i)...)...)
+		}
+		if err == nil {
+			return cfg, procs
+		}
+		for _, p := range procs {
+			if p != nil {
+				p.kill(syscall.SIGKILL)
+			}
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestAuthNodeProcesses runs the key network as five `portico auth node`
 // processes over real HTTP and logs in against them with keynet.Client.
 func TestAuthNodeProcesses(t *testing.T) {
 	is := newTestIssuer(t)
 	dir := t.TempDir()
-	cfg := initNetwork(t, is, dir, 5)
+	dataDir := func(i int) []string { return []string{"--data-dir", filepath.Join(dir, "node"+strconv.Itoa(i))} }
+	cfg, procs := startNetwork(t, is, dir, 5, dataDir)
 	file, err := keynet.LoadNetworkFile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodeArgs := func(i int) []string {
-		return []string{"--config", cfg, "--index", strconv.Itoa(i), "--data-dir", filepath.Join(dir, "node"+strconv.Itoa(i))}
-	}
-	procs := make([]*nodeProc, 6)
 	for i := 1; i <= 5; i++ {
-		procs[i] = startNodeProc(t, nodeArgs(i)...)
 		if want, _ := hostPort(file.Network.Nodes[i-1].URL); procs[i].addr != want {
 			t.Fatalf("node %d listens on %s, its URL is %s", i, procs[i].addr, file.Network.Nodes[i-1].URL)
 		}
@@ -314,7 +348,7 @@ func TestAuthNodeProcesses(t *testing.T) {
 	if code := procs[2].cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(procs[2].out.String(), "key node stopped") {
 		t.Fatalf("node 2 exited %d on SIGTERM:\n%s", code, procs[2].out)
 	}
-	procs[2] = startNodeProc(t, nodeArgs(2)...)
+	procs[2] = startNodeProc(t, append([]string{"--config", cfg, "--index", "2"}, dataDir(2)...)...)
 	again, err := c.FetchShares(ctx, "portico-jwt", "alice", is.login("alice"))
 	if err != nil || len(again) != 5 {
 		t.Fatalf("after the restart: %d shares, %v", len(again), err)
@@ -373,14 +407,12 @@ func TestAuthNodeProcessesPostgres(t *testing.T) {
 	dsn := testsvc.Postgres(t)
 	is := newTestIssuer(t)
 	dir := t.TempDir()
-	cfg := initNetwork(t, is, dir, 5)
+	cfg, _ := startNetwork(t, is, dir, 5, func(i int) []string {
+		return []string{"--postgres", dsn, "--key-file", filepath.Join(dir, "node"+strconv.Itoa(i), keynet.NodeKeyFile)}
+	})
 	file, err := keynet.LoadNetworkFile(cfg)
 	if err != nil {
 		t.Fatal(err)
-	}
-	for i := 1; i <= 5; i++ {
-		startNodeProc(t, "--config", cfg, "--index", strconv.Itoa(i), "--postgres", dsn,
-			"--key-file", filepath.Join(dir, "node"+strconv.Itoa(i), keynet.NodeKeyFile))
 	}
 	c, err := keynet.NewClient(file.Network, nil)
 	if err != nil {
