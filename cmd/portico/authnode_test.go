@@ -282,6 +282,19 @@ func TestAuthNodeProcesses(t *testing.T) {
 	slices.Sort(lat)
 	t.Logf("later logins: median %v, max %v (10 logins)", lat[len(lat)/2], lat[len(lat)-1])
 
+	// More first logins, each its own DKG.
+	var dkg []time.Duration
+	for i := range 5 {
+		sub := "user" + strconv.Itoa(i)
+		start := time.Now()
+		if _, err := c.GetKey(ctx, "portico-jwt", sub, is.login(sub)); err != nil {
+			t.Fatal(err)
+		}
+		dkg = append(dkg, time.Since(start))
+	}
+	slices.Sort(dkg)
+	t.Logf("first logins of 5 more users: median %v, max %v", dkg[len(dkg)/2], dkg[len(dkg)-1])
+
 	// Any 3 of the 5 shares rebuild the key; 2 do not.
 	shares, err := c.FetchShares(ctx, "portico-jwt", "alice", is.login("alice"))
 	if err != nil || len(shares) != 5 {
@@ -530,5 +543,84 @@ func TestAuthNodeDocCommands(t *testing.T) {
 	}
 	if !slices.Equal(nodes, documented) {
 		t.Fatalf("init prints\n%s\nthe page shows\n%s", strings.Join(nodes, "\n"), strings.Join(documented, "\n"))
+	}
+}
+
+// TestAuthNodeListenPortZero runs a node in-process on port 0: it prints
+// its real address, serves, and stops when its context ends.
+func TestAuthNodeListenPortZero(t *testing.T) {
+	is := newTestIssuer(t)
+	dir := t.TempDir()
+	cfg := initNetwork(t, is, dir, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"auth", "node", "--config", cfg, "--index", "3", "--listen", "127.0.0.1:0",
+			"--data-dir", filepath.Join(dir, "node3")}, stdout, stderr)
+	}()
+	var addr string
+	for deadline := time.Now().Add(30 * time.Second); addr == ""; {
+		if m := nodeReadyRE.FindStringSubmatch(strings.TrimSpace(stdout.String())); m != nil {
+			if m[1] != "3" || m[2] != "3" || m[3] != "sapphire_devnet" {
+				t.Fatalf("ready line %q", stdout)
+			}
+			addr = m[4]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("exited: %v\n%s", err, stderr)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready:\n%s", stderr)
+		}
+	}
+	if strings.HasSuffix(addr, ":0") {
+		t.Fatalf("ready line shows port 0: %s", addr)
+	}
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("healthz: %d", resp.StatusCode)
+	}
+	if !strings.Contains(stderr.String(), "listens on another port than its URL") {
+		t.Errorf("no warning that the node is not at its URL:\n%s", stderr)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("did not stop")
+	}
+}
+
+// TestAuthNodeNewKey: a node started on a data directory without a key
+// makes one, prints its public key and, since the network file does not
+// list it, refuses to serve, naming the entry to fix.
+func TestAuthNodeNewKey(t *testing.T) {
+	is := newTestIssuer(t)
+	dir := t.TempDir()
+	cfg := initNetwork(t, is, dir, 3)
+	var out lockedBuffer
+	fresh := filepath.Join(dir, "fresh")
+	err := run(context.Background(), []string{"auth", "node", "--config", cfg, "--index", "2", "--data-dir", fresh}, &out, io.Discard)
+	m := regexp.MustCompile(`made a new node key (\S+); its public key is (04[0-9a-f]{128})`).FindStringSubmatch(out.String())
+	if m == nil || m[1] != filepath.Join(fresh, keynet.NodeKeyFile) {
+		t.Fatalf("no new key printed:\n%s", &out)
+	}
+	if err == nil || !strings.Contains(err.Error(), "network.nodes[1].publicKey") || !strings.Contains(err.Error(), m[2]) {
+		t.Fatalf("got %v, want a refusal naming network.nodes[1].publicKey and the new public key", err)
+	}
+	var key lockedBuffer
+	if err := run(context.Background(), []string{"auth", "node", "key", "--data-dir", fresh}, &key, io.Discard); err != nil || strings.TrimSpace(key.String()) != m[2] {
+		t.Fatalf("portico auth node key: %q, %v", &key, err)
 	}
 }
