@@ -24,7 +24,7 @@ type CLI struct {
 	Keys    KeysCmd    `cmd:"" help:"Manage API keys in the key store."`
 	Usage   UsageCmd   `cmd:"" help:"Show calls and credits per key, day and method."`
 	Version VersionCmd `cmd:"" help:"Print the version."`
-	Auth    AuthCmd    `cmd:"" help:"Run the auth server or migrate an auth SDK config."`
+	Auth    AuthCmd    `cmd:"" help:"Run the auth server (login pages, session server, key network), a key network node, or migrate an auth SDK config."`
 }
 
 func main() {
