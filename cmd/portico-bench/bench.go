@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -159,6 +160,14 @@ func reverseProxy(target string) error {
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.Transport = &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 512}
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		// The load generator cancels calls in flight at the end of a
+		// round; anything else is worth seeing.
+		if !errors.Is(err, context.Canceled) {
+			fmt.Fprintln(os.Stderr, "reverse proxy:", err)
+		}
+		w.WriteHeader(http.StatusBadGateway)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -174,6 +183,7 @@ func startReverseProxy(ctx context.Context, target string) (*portico, error) {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, self, "reverse-proxy", target)
+	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -31,16 +31,17 @@ type cli struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if len(os.Args) == 3 && os.Args[1] == "reverse-proxy" {
-		// The baseline: a bare net/http reverse proxy, as its own process.
+		// The baseline: a bare net/http reverse proxy, as its own process,
+		// stopped by the parent's SIGINT (so no signal handler here).
 		if err := reverseProxy(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, "portico-bench:", err)
 			os.Exit(1)
 		}
 		return
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	var c cli
 	kong.Parse(&c, kong.Name("portico-bench"), kong.Description("Gateway vs direct upstream benchmark."))
 	if err := run(ctx, &c); err != nil {
