@@ -99,6 +99,28 @@ func TestSolanaDevnetThroughGateway(t *testing.T) {
 		}
 	}
 
+	// processed reaches the embedded devnet: the newest block is served at
+	// processed and not yet at finalized.
+	t.Run("processed", func(t *testing.T) {
+		for tries := 0; ; tries++ {
+			newest, err := c.GetSlot(ctx, rpc.CommitmentProcessed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, errP := c.GetBlockWithOpts(ctx, newest, &rpc.GetBlockOpts{Encoding: solana.EncodingBase64, MaxSupportedTransactionVersion: &v0, TransactionDetails: rpc.TransactionDetailsNone, Commitment: rpc.CommitmentProcessed})
+			_, errF := c.GetBlockWithOpts(ctx, newest, &rpc.GetBlockOpts{Encoding: solana.EncodingBase64, MaxSupportedTransactionVersion: &v0, TransactionDetails: rpc.TransactionDetailsNone, Commitment: rpc.CommitmentFinalized})
+			codeF, _ := rpcError(errF)
+			if errP == nil && codeF == -32004 {
+				return
+			}
+			// A processed block may be dropped (skipped) before the second
+			// call; try a newer one.
+			if tries == 20 {
+				t.Fatalf("slot %d: processed %v, finalized %v", newest, errP, errF)
+			}
+		}
+	})
+
 	// Errors pass through from the node with its code and message.
 	t.Run("errors", func(t *testing.T) {
 		v0slot := findV0Block(ctx, t, c, slot)
