@@ -79,26 +79,31 @@ func TestJSONGoldens(t *testing.T) {
 		{"state_error.json", &State{Error: "user closed the popup"}},
 	}
 	for _, c := range cases {
-		t.Run(c.file, func(t *testing.T) {
-			golden, err := os.ReadFile(filepath.Join("testdata", c.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := reflect.New(reflect.TypeOf(c.want).Elem()).Interface()
-			if err := json.Unmarshal(golden, got); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, c.want) {
-				t.Fatalf("decoded\n%+v\nwant\n%+v", got, c.want)
-			}
-			out, err := json.Marshal(c.want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(append(out, '\n'), golden) {
-				t.Fatalf("encoded\n%s\ngolden\n%s", out, golden)
-			}
-		})
+		t.Run(c.file, func(t *testing.T) { checkGolden(t, c.file, c.want) })
+	}
+}
+
+// checkGolden checks that testdata/file decodes to want (a pointer) and
+// that want encodes back to the file's bytes.
+func checkGolden(t *testing.T, file string, want any) {
+	t.Helper()
+	golden, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := reflect.New(reflect.TypeOf(want).Elem()).Interface()
+	if err := json.Unmarshal(golden, got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded\n%+v\nwant\n%+v", got, want)
+	}
+	out, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(append(out, '\n'), golden) {
+		t.Fatalf("encoded\n%s\ngolden\n%s", out, golden)
 	}
 }
 

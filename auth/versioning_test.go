@@ -1,11 +1,7 @@
 package auth
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -147,25 +143,6 @@ func TestV6Goldens(t *testing.T) {
 		}},
 	}
 	for _, c := range cases {
-		t.Run(c.file, func(t *testing.T) {
-			golden, err := os.ReadFile(filepath.Join("testdata", c.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := reflect.New(reflect.TypeOf(c.want).Elem()).Interface()
-			if err := json.Unmarshal(golden, got); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, c.want) {
-				t.Fatalf("decoded\n%+v\nwant\n%+v", got, c.want)
-			}
-			out, err := json.Marshal(c.want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(append(out, '\n'), golden) {
-				t.Fatalf("encoded\n%s\ngolden\n%s", out, golden)
-			}
-		})
+		t.Run(c.file, func(t *testing.T) { checkGolden(t, c.file, c.want) })
 	}
 }

@@ -46,15 +46,25 @@ func (f devnetFlags) dataDir() error {
 	return nil
 }
 
-// runningDevnet is what the commands need of a started devnet.
+// runningDevnet is what the commands need of a devnet.
 type runningDevnet interface {
+	Start(ctx context.Context) error
 	HTTPURL() string
 	Close() error
 }
 
-// serveDevnet prints the ready line and blocks until ctx ends.
-func serveDevnet(ctx context.Context, s *Streams, what string, d runningDevnet, extra string) error {
-	fmt.Fprintf(s.Out, "portico devnet %s: serving JSON-RPC on %s%s\n", what, d.HTTPURL(), extra)
+// runDevnet takes the result of a devnet's New, starts it, prints the
+// ready line (ready adds to it once the devnet runs) and serves until ctx
+// ends.
+func runDevnet(ctx context.Context, s *Streams, what string, d runningDevnet, newErr error, ready func() string) error {
+	if newErr != nil {
+		return newErr
+	}
+	if err := d.Start(ctx); err != nil {
+		d.Close()
+		return err
+	}
+	fmt.Fprintf(s.Out, "portico devnet %s: serving JSON-RPC on %s%s\n", what, d.HTTPURL(), ready())
 	<-ctx.Done()
 	return d.Close()
 }
@@ -74,14 +84,7 @@ func (c *DevnetSolanaCmd) Run(ctx context.Context, s *Streams) error {
 		Listen: c.Listen, DataDir: c.DataDir, SlotPeriod: c.BlockPeriod, KeepSlots: c.KeepSlots,
 		Traffic: !c.NoTraffic, Logger: c.logger(s.Err),
 	})
-	if err != nil {
-		return err
-	}
-	if err := d.Start(ctx); err != nil {
-		d.Close()
-		return err
-	}
-	return serveDevnet(ctx, s, "solana", d, fmt.Sprintf(" (faucet %s)", d.Faucet().PublicKey()))
+	return runDevnet(ctx, s, "solana", d, err, func() string { return fmt.Sprintf(" (faucet %s)", d.Faucet().PublicKey()) })
 }
 
 // DevnetEVMCmd runs the go-ethereum devnet.
@@ -99,18 +102,13 @@ func (c *DevnetEVMCmd) Run(ctx context.Context, s *Streams) error {
 		Listen: c.Listen, DataDir: c.DataDir, BlockPeriod: c.BlockPeriod, Accounts: c.Accounts,
 		Traffic: !c.NoTraffic, Logger: c.logger(s.Err),
 	})
-	if err != nil {
-		return err
-	}
-	if err := d.Start(ctx); err != nil {
-		d.Close()
-		return err
-	}
-	fmt.Fprintf(s.Out, "chain id %s, prefunded dev accounts (test keys, never use them elsewhere):\n", d.ChainID())
-	for _, a := range d.Accounts() {
-		fmt.Fprintf(s.Out, "  %s  key %s\n", a.Address.Hex(), a.KeyHex())
-	}
-	return serveDevnet(ctx, s, "evm", d, " and "+d.WSURL())
+	return runDevnet(ctx, s, "evm", d, err, func() string {
+		fmt.Fprintf(s.Out, "chain id %s, prefunded dev accounts (test keys, never use them elsewhere):\n", d.ChainID())
+		for _, a := range d.Accounts() {
+			fmt.Fprintf(s.Out, "  %s  key %s\n", a.Address.Hex(), a.KeyHex())
+		}
+		return " and " + d.WSURL()
+	})
 }
 
 // DevnetStarknetCmd runs the rollup devnet.
@@ -127,12 +125,7 @@ func (c *DevnetStarknetCmd) Run(ctx context.Context, s *Streams) error {
 		Listen: c.Listen, DataDir: c.DataDir, BlockPeriod: c.BlockPeriod,
 		Traffic: !c.NoTraffic && c.BlockPeriod >= 0, Logger: c.logger(s.Err),
 	})
-	if err != nil {
-		return err
-	}
-	if err := d.Start(ctx); err != nil {
-		d.Close()
-		return err
-	}
-	return serveDevnet(ctx, s, "starknet", d, fmt.Sprintf(" (chain id %s, spec %s)", starknetdevnet.DefaultChainID, starknetdevnet.SpecVersion))
+	return runDevnet(ctx, s, "starknet", d, err, func() string {
+		return fmt.Sprintf(" (chain id %s, spec %s)", starknetdevnet.DefaultChainID, starknetdevnet.SpecVersion)
+	})
 }

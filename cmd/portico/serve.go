@@ -298,11 +298,7 @@ func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member,
 			DataDir:     dataDir,
 			Logger:      logger,
 		})
-		if err != nil {
-			return nil, err
-		}
-		m.closers = append(m.closers, d)
-		if err := d.Start(ctx); err != nil {
+		if err := m.startDevnet(ctx, d, err); err != nil {
 			return nil, err
 		}
 		if m.Devnets == nil {
@@ -322,11 +318,7 @@ func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member,
 			Traffic:    traffic,
 			Logger:     logger,
 		})
-		if err != nil {
-			return nil, err
-		}
-		m.closers = append(m.closers, d)
-		if err := d.Start(ctx); err != nil {
+		if err := m.startDevnet(ctx, d, err); err != nil {
 			return nil, err
 		}
 		if m.SolanaDevnets == nil {
@@ -342,11 +334,7 @@ func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member,
 			Traffic:     traffic && n.Devnet.BlockPeriod >= 0,
 			Logger:      logger,
 		})
-		if err != nil {
-			return nil, err
-		}
-		m.closers = append(m.closers, d)
-		if err := d.Start(ctx); err != nil {
+		if err := m.startDevnet(ctx, d, err); err != nil {
 			return nil, err
 		}
 		if m.StarknetDevnets == nil {
@@ -359,6 +347,22 @@ func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member,
 		return nil, nil
 	}
 	return &upstream.Member{Name: n.Name + "/embedded", Node: upstream.NewHTTP(url, nil)}, nil
+}
+
+// devnetNode is what serve needs of an embedded devnet.
+type devnetNode interface {
+	Start(ctx context.Context) error
+	Close() error
+}
+
+// startDevnet takes the result of a devnet's New: on success it registers
+// the devnet to be closed with the others and starts it.
+func (m *Main) startDevnet(ctx context.Context, d devnetNode, newErr error) error {
+	if newErr != nil {
+		return newErr
+	}
+	m.closers = append(m.closers, d)
+	return d.Start(ctx)
 }
 
 // probe is a harmless call per family for the ready line's curl.

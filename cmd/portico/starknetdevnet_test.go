@@ -156,18 +156,20 @@ func rpcCall(t *testing.T, url, method, params string, out any) {
 	}
 }
 
-// TestDevnetCommand runs `portico devnet solana` and `portico devnet
-// starknet` as nodes and a second gateway that uses them as upstreams.
+// TestDevnetCommand runs `portico devnet solana|starknet|evm` as nodes and
+// a second gateway that uses them as upstreams.
 func TestDevnetCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	solanaURL := runReady(ctx, t, []string{"devnet", "solana", "--block-period", "50ms"}, `serving JSON-RPC on (http://\S+)`)
 	starknetURL := runReady(ctx, t, []string{"devnet", "starknet", "--block-period", "200ms", "--data-dir", t.TempDir()}, `serving JSON-RPC on (http://\S+)`)
+	evmWS := runReady(ctx, t, []string{"devnet", "evm", "--listen", "127.0.0.1:0"}, `serving JSON-RPC on http://\S+ and (ws://\S+)`)
 
 	cfg := config.DefaultConfig()
 	cfg.Networks = []config.Network{
 		{Name: "sol", Family: "solana", Upstreams: []config.Upstream{{URL: solanaURL}}},
 		{Name: "stark", Family: "starknet", Upstreams: []config.Upstream{{URL: starknetURL}}},
+		{Name: "eth", Family: "evm", Upstreams: []config.Upstream{{URL: evmWS}}},
 	}
 	s := start(t, cfg)
 	var slot uint64
@@ -192,6 +194,10 @@ func TestDevnetCommand(t *testing.T) {
 	rpcCall(t, s.url(t, "stark"), "starknet_chainId", `[]`, &chainID)
 	if chainID != "0x534e5f504f525449434f" { // "SN_PORTICO"
 		t.Fatalf("chain id %s", chainID)
+	}
+	rpcCall(t, s.url(t, "eth"), "eth_chainId", `[]`, &chainID)
+	if chainID != "0x539" { // 1337, over the devnet's WebSocket
+		t.Fatalf("evm chain id %s", chainID)
 	}
 }
 
