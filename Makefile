@@ -16,6 +16,7 @@ test: test-deps vet
 
 test-deps:
 	./scripts/install-test-deps.sh
+	./scripts/install-chromium.sh
 	./scripts/start-services.sh
 
 vet:
