@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/internal/sqldb"
 )
 
 // Errors returned by the store.
@@ -99,7 +100,7 @@ type UsageFilter struct {
 // Store is a key and usage store over one SQL database.
 type Store struct {
 	db      *sql.DB
-	dialect dialect
+	dialect sqldb.Dialect
 	now     func() time.Time
 }
 
@@ -113,7 +114,7 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 func (s *Store) Close() error { return s.db.Close() }
 
 // Backend names the database behind the store: "sqlite" or "postgres".
-func (s *Store) Backend() string { return s.dialect.name }
+func (s *Store) Backend() string { return s.dialect.Name }
 
 // validName reports whether a key name is usable: 1 to 64 printable
 // characters without spaces, so that it is safe in logs and on a command
@@ -153,14 +154,14 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, string, error) {
 		AllowMethods: nk.AllowMethods, AllowNetworks: nk.AllowNetworks, AllowOrigins: nk.AllowOrigins,
 		CreatedAt: s.now().UTC().Truncate(time.Millisecond),
 	}
-	err := s.db.QueryRowContext(ctx, s.dialect.rebind(`INSERT INTO api_keys
+	err := s.db.QueryRowContext(ctx, s.dialect.Rebind(`INSERT INTO api_keys
 		(name, hash, daily_credits, rate_per_second, allow_methods, allow_networks, allow_origins, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
 		k.Name, k.Hash.String(), k.DailyCredits, k.RatePerSecond,
 		encodeList(k.AllowMethods), encodeList(k.AllowNetworks), encodeList(k.AllowOrigins), k.CreatedAt.UnixMilli(),
 	).Scan(&k.ID)
 	if err != nil {
-		if s.dialect.isUnique(err) {
+		if sqldb.IsUnique(err) {
 			if strings.Contains(err.Error(), "hash") {
 				return Key{}, "", errors.New("store: that key is already stored")
 			}
@@ -206,7 +207,7 @@ func scanKey(row interface{ Scan(...any) error }) (Key, error) {
 
 // ByHash returns the key with that digest, active or revoked.
 func (s *Store) ByHash(ctx context.Context, h apikey.Hash) (Key, error) {
-	k, err := scanKey(s.db.QueryRowContext(ctx, s.dialect.rebind(`SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`), h.String()))
+	k, err := scanKey(s.db.QueryRowContext(ctx, s.dialect.Rebind(`SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`), h.String()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Key{}, ErrNotFound
 	}
@@ -215,7 +216,7 @@ func (s *Store) ByHash(ctx context.Context, h apikey.Hash) (Key, error) {
 
 // Get returns the active key with that name.
 func (s *Store) Get(ctx context.Context, name string) (Key, error) {
-	k, err := scanKey(s.db.QueryRowContext(ctx, s.dialect.rebind(`SELECT `+keyColumns+` FROM api_keys WHERE name = ? AND revoked_at IS NULL`), name))
+	k, err := scanKey(s.db.QueryRowContext(ctx, s.dialect.Rebind(`SELECT `+keyColumns+` FROM api_keys WHERE name = ? AND revoked_at IS NULL`), name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Key{}, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
@@ -247,7 +248,7 @@ func (s *Store) List(ctx context.Context, withRevoked bool) ([]Key, error) {
 // Revoke revokes the active key with that name. A revoked key keeps its
 // usage history; its name can be given to a new key.
 func (s *Store) Revoke(ctx context.Context, name string) (Key, error) {
-	k, err := scanKey(s.db.QueryRowContext(ctx, s.dialect.rebind(`UPDATE api_keys SET revoked_at = ?
+	k, err := scanKey(s.db.QueryRowContext(ctx, s.dialect.Rebind(`UPDATE api_keys SET revoked_at = ?
 		WHERE name = ? AND revoked_at IS NULL RETURNING `+keyColumns), s.now().UnixMilli(), name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Key{}, fmt.Errorf("%w: %q", ErrNotFound, name)
@@ -282,7 +283,7 @@ func (s *Store) Update(ctx context.Context, name string, p Patch) (Key, error) {
 		return s.Get(ctx, name)
 	}
 	args = append(args, name)
-	k, err := scanKey(s.db.QueryRowContext(ctx, s.dialect.rebind(`UPDATE api_keys SET `+strings.Join(sets, ", ")+`
+	k, err := scanKey(s.db.QueryRowContext(ctx, s.dialect.Rebind(`UPDATE api_keys SET `+strings.Join(sets, ", ")+`
 		WHERE name = ? AND revoked_at IS NULL RETURNING `+keyColumns), args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Key{}, fmt.Errorf("%w: %q", ErrNotFound, name)
@@ -299,7 +300,7 @@ func (s *Store) AddUsage(ctx context.Context, rows []Usage, instance string, seq
 		return fmt.Errorf("store: add usage: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	stmt, err := tx.PrepareContext(ctx, s.dialect.rebind(`INSERT INTO usage (day, key_id, method, calls, credits) VALUES (?, ?, ?, ?, ?)
+	stmt, err := tx.PrepareContext(ctx, s.dialect.Rebind(`INSERT INTO usage (day, key_id, method, calls, credits) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (day, key_id, method) DO UPDATE SET calls = usage.calls + excluded.calls, credits = usage.credits + excluded.credits`))
 	if err != nil {
 		return fmt.Errorf("store: add usage: %w", err)
@@ -311,7 +312,7 @@ func (s *Store) AddUsage(ctx context.Context, rows []Usage, instance string, seq
 		}
 	}
 	if instance != "" {
-		if _, err := tx.ExecContext(ctx, s.dialect.rebind(`INSERT INTO ledger_checkpoints (instance, seq, updated_at) VALUES (?, ?, ?)
+		if _, err := tx.ExecContext(ctx, s.dialect.Rebind(`INSERT INTO ledger_checkpoints (instance, seq, updated_at) VALUES (?, ?, ?)
 			ON CONFLICT (instance) DO UPDATE SET seq = excluded.seq, updated_at = excluded.updated_at`),
 			instance, seq, s.now().UnixMilli()); err != nil {
 			return fmt.Errorf("store: ledger checkpoint: %w", err)
@@ -327,7 +328,7 @@ func (s *Store) AddUsage(ctx context.Context, rows []Usage, instance string, seq
 // 0 when there is none.
 func (s *Store) Checkpoint(ctx context.Context, instance string) (int64, error) {
 	var seq int64
-	err := s.db.QueryRowContext(ctx, s.dialect.rebind(`SELECT seq FROM ledger_checkpoints WHERE instance = ?`), instance).Scan(&seq)
+	err := s.db.QueryRowContext(ctx, s.dialect.Rebind(`SELECT seq FROM ledger_checkpoints WHERE instance = ?`), instance).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -340,7 +341,7 @@ func (s *Store) Checkpoint(ctx context.Context, instance string) (int64, error) 
 // Spent returns the credits a key spent on a UTC day, as stored.
 func (s *Store) Spent(ctx context.Context, keyID int64, day string) (int64, error) {
 	var n sql.NullInt64
-	err := s.db.QueryRowContext(ctx, s.dialect.rebind(`SELECT SUM(credits) FROM usage WHERE key_id = ? AND day = ?`), keyID, day).Scan(&n)
+	err := s.db.QueryRowContext(ctx, s.dialect.Rebind(`SELECT SUM(credits) FROM usage WHERE key_id = ? AND day = ?`), keyID, day).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("store: spent: %w", err)
 	}
@@ -360,7 +361,7 @@ func (s *Store) Usage(ctx context.Context, f UsageFilter) ([]Usage, error) {
 	if f.To != "" {
 		q, args = q+` AND u.day <= ?`, append(args, f.To)
 	}
-	rows, err := s.db.QueryContext(ctx, s.dialect.rebind(q+` ORDER BY u.day, u.key_id, u.method`), args...)
+	rows, err := s.db.QueryContext(ctx, s.dialect.Rebind(q+` ORDER BY u.day, u.key_id, u.method`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: usage: %w", err)
 	}
@@ -406,10 +407,10 @@ func (s *Store) Import(ctx context.Context, name string, h apikey.Hash, daily, r
 	k, err := s.ByHash(ctx, h)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		_, err = s.db.ExecContext(ctx, s.dialect.rebind(`INSERT INTO api_keys (name, hash, daily_credits, rate_per_second, created_at)
+		_, err = s.db.ExecContext(ctx, s.dialect.Rebind(`INSERT INTO api_keys (name, hash, daily_credits, rate_per_second, created_at)
 			VALUES (?, ?, ?, ?, ?)`), name, h.String(), daily, rate, s.now().UnixMilli())
 		if err != nil {
-			if s.dialect.isUnique(err) {
+			if sqldb.IsUnique(err) {
 				return Key{}, fmt.Errorf("%w: %q", ErrNameTaken, name)
 			}
 			return Key{}, fmt.Errorf("store: import key %q: %w", name, err)
@@ -420,9 +421,9 @@ func (s *Store) Import(ctx context.Context, name string, h apikey.Hash, daily, r
 	case k.Name == name && k.DailyCredits == daily && k.RatePerSecond == rate:
 		return k, nil
 	}
-	if _, err := s.db.ExecContext(ctx, s.dialect.rebind(`UPDATE api_keys SET name = ?, daily_credits = ?, rate_per_second = ? WHERE id = ?`),
+	if _, err := s.db.ExecContext(ctx, s.dialect.Rebind(`UPDATE api_keys SET name = ?, daily_credits = ?, rate_per_second = ? WHERE id = ?`),
 		name, daily, rate, k.ID); err != nil {
-		if s.dialect.isUnique(err) {
+		if sqldb.IsUnique(err) {
 			return Key{}, fmt.Errorf("%w: %q", ErrNameTaken, name)
 		}
 		return Key{}, fmt.Errorf("store: import key %q: %w", name, err)

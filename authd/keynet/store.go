@@ -6,14 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
-	_ "modernc.org/sqlite"             // the "sqlite" database/sql driver
+	"github.com/porticohq/portico/internal/sqldb"
 )
 
 // Storage errors.
@@ -56,78 +51,38 @@ type SignedMetadata struct {
 	UpdatedAt time.Time
 }
 
-type dialect struct {
-	name     string
-	numbered bool
-}
-
-func (d dialect) rebind(q string) string {
-	if !d.numbered {
-		return q
-	}
-	var b strings.Builder
-	n := 0
-	for i := 0; i < len(q); i++ {
-		if q[i] == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteByte(q[i])
-	}
-	return b.String()
-}
-
-func (d dialect) isUnique(err error) bool {
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		return pg.Code == "23505"
-	}
-	return strings.Contains(err.Error(), "UNIQUE constraint failed") || strings.Contains(err.Error(), "PRIMARY KEY")
-}
-
 // Store is a node's storage in SQLite or PostgreSQL. Several nodes may
 // share one database: every row carries the network and the node index.
 type Store struct {
 	db *sql.DB
-	d  dialect
+	d  sqldb.Dialect
 	// now is the clock.
 	now func() time.Time
 }
 
 // OpenSQLite opens (creating) the SQLite database at path and migrates
-// it; an empty path is a private in-memory database.
+// it; an empty path is a private in-memory database. Commits are synced
+// fully: a node's share must survive a power cut.
 func OpenSQLite(ctx context.Context, path string) (*Store, error) {
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
-	q.Set("_txlock", "immediate")
-	dsn := "file::memory:?" + q.Encode()
-	if path != "" {
-		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "synchronous(FULL)")
-		dsn = "file:" + path + "?" + q.Encode()
-	}
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sqldb.OpenSQLite(path, sqldb.SQLiteOptions{FullSync: true})
 	if err != nil {
-		return nil, fmt.Errorf("keynet: open sqlite: %w", err)
+		return nil, fmt.Errorf("keynet: %w", err)
 	}
-	if path == "" {
-		db.SetMaxOpenConns(1)
-	}
-	return openStore(ctx, db, dialect{name: "sqlite"})
+	return openStore(ctx, db, sqldb.SQLite())
 }
 
 // OpenPostgres opens the PostgreSQL database at dsn and migrates it.
 func OpenPostgres(ctx context.Context, dsn string) (*Store, error) {
-	db, err := sql.Open("pgx", dsn)
+	db, err := sqldb.OpenPostgres(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("keynet: open postgres: %w", err)
+		return nil, fmt.Errorf("keynet: %w", err)
 	}
+	// Several nodes may share one database: a smaller pool each.
 	db.SetMaxOpenConns(8)
-	return openStore(ctx, db, dialect{name: "postgres", numbered: true})
+	return openStore(ctx, db, sqldb.Postgres())
 }
 
-func openStore(ctx context.Context, db *sql.DB, d dialect) (*Store, error) {
+func openStore(ctx context.Context, db *sql.DB, d sqldb.Dialect) (*Store, error) {
 	s := &Store{db: db, d: d, now: time.Now}
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close()
@@ -140,7 +95,7 @@ func openStore(ctx context.Context, db *sql.DB, d dialect) (*Store, error) {
 func (s *Store) Close() error { return s.db.Close() }
 
 // Backend is "sqlite" or "postgres".
-func (s *Store) Backend() string { return s.d.name }
+func (s *Store) Backend() string { return s.d.Name }
 
 // keynetMigrations are applied in order, once each; append, never edit.
 func keynetMigrations() []string {
@@ -177,45 +132,17 @@ func keynetMigrations() []string {
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("keynet: migrate: %w", err)
+	// The lock id is any number fixed for this package.
+	schema := sqldb.Schema{Table: "keynet_schema_migrations", LockID: 31647734761612144, Steps: keynetMigrations()}
+	if err := sqldb.Migrate(ctx, s.db, s.d, schema, s.now()); err != nil {
+		return fmt.Errorf("keynet: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }()
-	if s.d.name == "postgres" {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(31647734761612144)`); err != nil {
-			return fmt.Errorf("keynet: migrate: lock: %w", err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS keynet_schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
-		return fmt.Errorf("keynet: migrate: %w", err)
-	}
-	var have sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM keynet_schema_migrations`).Scan(&have); err != nil {
-		return fmt.Errorf("keynet: migrate: %w", err)
-	}
-	steps := keynetMigrations()
-	if int(have.Int64) > len(steps) {
-		return fmt.Errorf("keynet: schema version %d is newer than this portico (%d): upgrade portico", have.Int64, len(steps))
-	}
-	for v := int(have.Int64) + 1; v <= len(steps); v++ {
-		for _, stmt := range strings.Split(steps[v-1], ";\n") {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("keynet: migration %d: %w", v, err)
-			}
-		}
-		if _, err := tx.ExecContext(ctx, s.d.rebind(`INSERT INTO keynet_schema_migrations (version, applied_at) VALUES (?, ?)`), v, s.now().UnixMilli()); err != nil {
-			return fmt.Errorf("keynet: migration %d: %w", v, err)
-		}
-	}
-	return tx.Commit()
+	return nil
 }
 
 // Version returns the schema version.
 func (s *Store) Version(ctx context.Context) (int, error) {
-	var v int
-	err := s.db.QueryRowContext(ctx, `SELECT MAX(version) FROM keynet_schema_migrations`).Scan(&v)
-	return v, err
+	return sqldb.Version(ctx, s.db, "keynet_schema_migrations")
 }
 
 // Key returns the node's share for a user, or ErrNotFound.
@@ -223,7 +150,7 @@ func (s *Store) Key(ctx context.Context, network string, node int, verifier, ver
 	k := &StoredKey{Network: network, Node: node, Verifier: verifier, VerifierID: verifierID}
 	var share, comms string
 	var created int64
-	err := s.db.QueryRowContext(ctx, s.d.rebind(`SELECT share, commitments, created_at FROM keynet_keys
+	err := s.db.QueryRowContext(ctx, s.d.Rebind(`SELECT share, commitments, created_at FROM keynet_keys
 		WHERE network = ? AND node_index = ? AND verifier = ? AND verifier_id = ?`), network, node, verifier, verifierID).Scan(&share, &comms, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
@@ -248,10 +175,10 @@ func (s *Store) PutKey(ctx context.Context, k StoredKey) error {
 	if k.CreatedAt.IsZero() {
 		k.CreatedAt = s.now()
 	}
-	_, err := s.db.ExecContext(ctx, s.d.rebind(`INSERT INTO keynet_keys (network, node_index, verifier, verifier_id, share, commitments, created_at)
+	_, err := s.db.ExecContext(ctx, s.d.Rebind(`INSERT INTO keynet_keys (network, node_index, verifier, verifier_id, share, commitments, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`), k.Network, k.Node, k.Verifier, k.VerifierID, encodeShare(&k.Share), string(comms), k.CreatedAt.UnixMilli())
 	if err != nil {
-		if s.d.isUnique(err) {
+		if sqldb.IsUnique(err) {
 			return ErrKeyExists
 		}
 		return fmt.Errorf("keynet: store key: %w", err)
@@ -263,13 +190,13 @@ func (s *Store) PutKey(ctx context.Context, k StoredKey) error {
 // expires; a second use before then gets ErrTokenReused. Expired records
 // are removed on the way.
 func (s *Store) UseToken(ctx context.Context, network string, node int, commitment string, expires time.Time) error {
-	if _, err := s.db.ExecContext(ctx, s.d.rebind(`DELETE FROM keynet_used_tokens WHERE expires_at < ?`), s.now().UnixMilli()); err != nil {
+	if _, err := s.db.ExecContext(ctx, s.d.Rebind(`DELETE FROM keynet_used_tokens WHERE expires_at < ?`), s.now().UnixMilli()); err != nil {
 		return fmt.Errorf("keynet: expire tokens: %w", err)
 	}
-	_, err := s.db.ExecContext(ctx, s.d.rebind(`INSERT INTO keynet_used_tokens (network, node_index, commitment, expires_at) VALUES (?, ?, ?, ?)`),
+	_, err := s.db.ExecContext(ctx, s.d.Rebind(`INSERT INTO keynet_used_tokens (network, node_index, commitment, expires_at) VALUES (?, ?, ?, ?)`),
 		network, node, commitment, expires.UnixMilli())
 	if err != nil {
-		if s.d.isUnique(err) {
+		if sqldb.IsUnique(err) {
 			return ErrTokenReused
 		}
 		return fmt.Errorf("keynet: record token: %w", err)
@@ -281,7 +208,7 @@ func (s *Store) UseToken(ctx context.Context, network string, node int, commitme
 func (s *Store) Metadata(ctx context.Context, network string, node int, owner string) (*SignedMetadata, error) {
 	m := &SignedMetadata{Network: network, Node: node, Owner: owner}
 	var updated int64
-	err := s.db.QueryRowContext(ctx, s.d.rebind(`SELECT version, data, signature, updated_at FROM keynet_metadata
+	err := s.db.QueryRowContext(ctx, s.d.Rebind(`SELECT version, data, signature, updated_at FROM keynet_metadata
 		WHERE network = ? AND node_index = ? AND owner = ?`), network, node, owner).Scan(&m.Version, &m.Data, &m.Signature, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
@@ -302,18 +229,18 @@ func (s *Store) PutMetadata(ctx context.Context, m SignedMetadata) error {
 	}
 	defer func() { _ = tx.Rollback() }()
 	lock := ""
-	if s.d.name == "postgres" {
+	if s.d.Name == "postgres" {
 		lock = " FOR UPDATE"
 	}
 	var have int64
-	err = tx.QueryRowContext(ctx, s.d.rebind(`SELECT version FROM keynet_metadata WHERE network = ? AND node_index = ? AND owner = ?`+lock),
+	err = tx.QueryRowContext(ctx, s.d.Rebind(`SELECT version FROM keynet_metadata WHERE network = ? AND node_index = ? AND owner = ?`+lock),
 		m.Network, m.Node, m.Owner).Scan(&have)
 	now := s.now().UnixMilli()
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		_, err = tx.ExecContext(ctx, s.d.rebind(`INSERT INTO keynet_metadata (network, node_index, owner, version, data, signature, updated_at)
+		_, err = tx.ExecContext(ctx, s.d.Rebind(`INSERT INTO keynet_metadata (network, node_index, owner, version, data, signature, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`), m.Network, m.Node, m.Owner, m.Version, m.Data, m.Signature, now)
-		if err != nil && s.d.isUnique(err) {
+		if err != nil && sqldb.IsUnique(err) {
 			return ErrStaleMetadata
 		}
 	case err != nil:
@@ -321,7 +248,7 @@ func (s *Store) PutMetadata(ctx context.Context, m SignedMetadata) error {
 	case m.Version <= have:
 		return ErrStaleMetadata
 	default:
-		_, err = tx.ExecContext(ctx, s.d.rebind(`UPDATE keynet_metadata SET version = ?, data = ?, signature = ?, updated_at = ?
+		_, err = tx.ExecContext(ctx, s.d.Rebind(`UPDATE keynet_metadata SET version = ?, data = ?, signature = ?, updated_at = ?
 			WHERE network = ? AND node_index = ? AND owner = ?`), m.Version, m.Data, m.Signature, now, m.Network, m.Node, m.Owner)
 	}
 	if err != nil {
