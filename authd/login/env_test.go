@@ -340,3 +340,5 @@ func (b *browser) post(u string, form url.Values) (string, int) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	return b.do(req)
 }
+
+func regexpMust(s string) *regexp.Regexp { return regexp.MustCompile(s) }
