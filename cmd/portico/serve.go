@@ -42,6 +42,9 @@ type ServeCmd struct {
 	Listen  string `help:"Shared listener address (default ${default_listen}); each network also gets the next port of its own, or port 0 when this is port 0." env:"PORTICO_LISTEN"`
 	DataDir string `help:"Directory for persistent state (dev key, devnet chains); empty keeps nothing." type:"path" env:"PORTICO_DATA_DIR"`
 	Pprof   string `help:"Serve Go's profiling endpoints (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off when empty." env:"PORTICO_PPROF"`
+	// The auth server (login pages, session server, key network) on its own port.
+	AuthListen string `help:"Address of the auth server (login pages, session server, embedded key network); default 127.0.0.1:8550, or port 0 when --listen is port 0." env:"PORTICO_SERVE_AUTH_LISTEN"`
+	NoAuth     bool   `help:"Do not start the auth server." env:"PORTICO_NO_AUTH"`
 }
 
 // Run loads the config, starts serving and waits for ctx to end.
@@ -76,6 +79,14 @@ func (c *ServeCmd) Run(ctx context.Context, s *Streams) error {
 	if err := m.Run(ctx); err != nil {
 		m.Close()
 		return err
+	}
+	if !c.NoAuth {
+		a, err := startServeAuth(ctx, c.AuthListen, cfg.Listen, cfg.DataDir, s)
+		if err != nil {
+			m.Close()
+			return err
+		}
+		defer a.Close()
 	}
 	<-ctx.Done()
 	return m.Close()
