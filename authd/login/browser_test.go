@@ -246,3 +246,33 @@ func TestBrowserLogin(t *testing.T) {
 		}
 	}
 }
+
+// MFA in the browser: mandatory setup with a password (German pages),
+// the recovery phrase, then a login that the saved device share lets
+// straight through.
+func TestBrowserMFA(t *testing.T) {
+	cctx := newChromium(t)
+	e := newEnv(t)
+	dir := artifactsDir(t)
+	lc := map[string]auth.LoginConfig{"email_passwordless": {Verifier: PasswordlessVerifier, TypeOfLogin: auth.TypePasswordless, ClientID: "x"}}
+	b := e.newBrowserSDK(t, auth.InitParams{LoginConfig: lc, WhiteLabel: &auth.WhiteLabelData{DefaultLanguage: auth.German, AppName: "Acme Wallet"}})
+	const email = "mia@example.com"
+	st, took := browserLogin(t, b, auth.LoginParams{LoginProvider: auth.EmailPasswordless, MfaLevel: auth.MFAMandatory}, func(ctx context.Context, u string) error {
+		if err := e.passwordlessDriver(t, email, dir, "")(ctx, u); err != nil {
+			return err
+		}
+		return chromedp.Run(ctx, chromedp.WaitVisible("#enable", chromedp.ByID), screenshot(ctx, dir, "mfa-setup-de.png"),
+			chromedp.SendKeys("#password", "correct horse battery", chromedp.ByID), chromedp.SendKeys("#password2", "correct horse battery", chromedp.ByID),
+			chromedp.Click("#enable", chromedp.ByID), chromedp.WaitVisible("#phrase", chromedp.ByID), screenshot(ctx, dir, "mfa-phrase-de.png"),
+			chromedp.Click("#saved", chromedp.ByID), chromedp.WaitReady("body"))
+	}, cctx)
+	t.Logf("login with MFA setup through Chromium: %v", took)
+	if st.UserInfo.IsMfaEnabled == nil || !*st.UserInfo.IsMfaEnabled || !hex64.MatchString(st.UserInfo.DappShare) {
+		t.Fatalf("userInfo %+v", st.UserInfo)
+	}
+	st2, took := browserLogin(t, b, auth.LoginParams{LoginProvider: auth.EmailPasswordless}, e.passwordlessDriver(t, email, dir, ""), cctx)
+	t.Logf("login with the saved device share through Chromium: %v", took)
+	if st2.CoreKitKey != st.CoreKitKey {
+		t.Fatal("another key with the device share")
+	}
+}

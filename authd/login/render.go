@@ -157,6 +157,9 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, v *
 		v.TitleKey = "loading"
 	}
 	for _, l := range auth.Languages() {
+		if v.Page == "start" || v.Page == "error" {
+			break // their URL cannot be reloaded: no switcher
+		}
 		q := url.Values{"lang": {string(l)}}
 		v.Langs = append(v.Langs, langLink{Code: string(l), Name: languageName(l), URL: r.URL.Path + "?" + q.Encode(), Current: l == v.translator.lang})
 	}
