@@ -45,7 +45,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; time.Now if nil.
 	Now func() time.Time
-	// HTTPClient talks to identity providers; http.DefaultClient if nil.
+	// HTTPClient talks to identity providers; a client with a 30 s
+	// timeout if nil.
 	HTTPClient *http.Client
 	// FlowTTL is how long a login may take (DefaultFlowTTL if zero).
 	FlowTTL time.Duration
@@ -128,7 +129,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Now = time.Now
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = http.DefaultClient
+		c.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
 	if c.FlowTTL == 0 {
 		c.FlowTTL = DefaultFlowTTL

@@ -18,6 +18,11 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, f *flow, res *r
 		h.failFlow(w, r, f, fail(CodeBadRequest, nil))
 		return
 	}
+	defer func() {
+		if res.CoreKey != f.NetworkKey {
+			res.CoreKey.Zero() // the network key is zeroed when the login is dropped
+		}
+	}()
 	opts := f.Payload.Options
 	keys, err := keyderiv.Derive(h.sponge, eccrypto.PrivateKeyHex(res.CoreKey), opts.ClientID)
 	if err != nil {
