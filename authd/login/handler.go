@@ -127,7 +127,7 @@ func (h *Handler) startBrand(r *http.Request) brand {
 	return b
 }
 
-// fail renders an error page (before a login's redirect URL is known).
+// failPage renders an error page (before a login's redirect URL is known).
 func (h *Handler) failPage(w http.ResponseWriter, r *http.Request, b brand, err error) {
 	e := asError(err)
 	h.log.Warn("login: failed", "code", e.Code, "err", e.Err)

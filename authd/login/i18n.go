@@ -32,7 +32,7 @@ func loadCatalogs() (catalogs, error) {
 	return out, nil
 }
 
-// languageNames are the languages in their own words, for the switcher.
+// languageName is a language in its own words, for the switcher.
 func languageName(l auth.Language) string {
 	switch l {
 	case auth.English:
