@@ -3,7 +3,10 @@ package login
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -163,7 +166,9 @@ func TestBaseURLs(t *testing.T) {
 			t.Errorf("%s: login continues at %s, want %s…", env, b.URL, want)
 		}
 	}
-	_, err := newEnvConfigErr(t, func(c *Config) { c.BaseURLs = map[auth.BuildEnv]string{auth.Production: "http://a/", auth.Staging: "http://a"} })
+	_, err := newEnvConfigErr(t, func(c *Config) {
+		c.BaseURLs = map[auth.BuildEnv]string{auth.Production: "http://a/", auth.Staging: "http://a"}
+	})
 	if err == nil || !strings.Contains(err.Error(), "baseUrls.staging") {
 		t.Errorf("duplicate base URLs: %v", err)
 	}
@@ -212,4 +217,19 @@ func TestStartErrors(t *testing.T) {
 		t.Errorf("unknown login: %d", st)
 	}
 	_ = json.Valid
+}
+
+// docs/auth.md lists every error code with its status and English message.
+func TestErrorCodesDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "auth.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cats, _ := loadCatalogs()
+	for code, status := range codeStatus {
+		row := fmt.Sprintf("| `%s` | %d | %s |", code, status, cats[auth.English]["err_"+code])
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/auth.md lacks the row %s", row)
+		}
+	}
 }
