@@ -35,7 +35,7 @@ type AuthCmd struct {
 type AuthServeCmd struct {
 	Listen      string   `help:"Address to listen on." default:"127.0.0.1:8550" env:"PORTICO_AUTH_LISTEN"`
 	DataDir     string   `help:"Directory of the SQLite session database (auth-sessions.db) and the embedded key nodes' databases (keynet/); without it (and without --postgres) everything is kept in memory." type:"path" env:"PORTICO_DATA_DIR"`
-	Postgres    string   `help:"PostgreSQL URL for the session records, shared by many auth server instances." env:"PORTICO_AUTH_POSTGRES"`
+	Postgres    string   `help:"PostgreSQL URL for the session records, shared by many auth server instances (and for the embedded key nodes when there is no --data-dir)." env:"PORTICO_AUTH_POSTGRES"`
 	PublicURL   string   `help:"Public base URL of the login pages (the SDK's sdkUrl for buildEnv production); default http://<listen address>." env:"PORTICO_AUTH_PUBLIC_URL"`
 	LoginConfig string   `help:"JSON file with the login providers (oidc, verifiers, passwordless, baseUrls); see docs/auth.md." type:"existingfile" env:"PORTICO_AUTH_CONFIG"`
 	Networks    []string `help:"Key networks to run embedded (5 nodes each, threshold 3); default all." env:"PORTICO_AUTH_NETWORKS"`
@@ -178,8 +178,15 @@ func startAuthServer(ctx context.Context, o authServerOptions, logOut io.Writer)
 	if len(networks) == 0 {
 		networks = keynet.Networks()
 	}
+	nodePostgres := ""
+	switch {
+	case nodeDir == "" && o.Postgres != "":
+		nodePostgres = o.Postgres
+	case nodeDir == "":
+		log.Warn("no --data-dir or --postgres: the key network's shares are kept in memory; users get new keys after a restart")
+	}
 	kn, err := keynet.StartEmbedded(ctx, keynet.EmbeddedOptions{Networks: networks, Verifiers: cfg.VerifierConfigs(), Dir: nodeDir,
-		Logger: log.With("component", "keynet")})
+		PostgresDSN: nodePostgres, Logger: log.With("component", "keynet")})
 	if err != nil {
 		return nil, fmt.Errorf("key network: %w", err)
 	}
