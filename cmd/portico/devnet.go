@@ -46,7 +46,7 @@ func (f devnetFlags) dataDir() error {
 	return nil
 }
 
-// runningDevnet is what the commands need of a devnet.
+// runningDevnet is what serve and the devnet commands need of a devnet.
 type runningDevnet interface {
 	Start(ctx context.Context) error
 	HTTPURL() string

@@ -360,15 +360,9 @@ func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member,
 	return &upstream.Member{Name: n.Name + "/embedded", Node: upstream.NewHTTP(url, nil)}, nil
 }
 
-// devnetNode is what serve needs of an embedded devnet.
-type devnetNode interface {
-	Start(ctx context.Context) error
-	Close() error
-}
-
 // startDevnet takes the result of a devnet's New: on success it registers
 // the devnet to be closed with the others and starts it.
-func (m *Main) startDevnet(ctx context.Context, d devnetNode, newErr error) error {
+func (m *Main) startDevnet(ctx context.Context, d runningDevnet, newErr error) error {
 	if newErr != nil {
 		return newErr
 	}
