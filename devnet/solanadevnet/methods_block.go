@@ -16,6 +16,21 @@ func encodingParam(v jsontext.Value, pos int, field string, allowed ...string) (
 }
 
 // txOptions reads the options getBlock and getTransaction share.
+// encodeConfig reads the second param of getBlock and getTransaction: the
+// deprecated bare encoding (cfg is then nil) or a config object whose
+// transaction options it applies (cfg holds the object for the rest).
+func encodeConfig(p []jsontext.Value) (o encodeOpts, cfg map[string]jsontext.Value, err error) {
+	o = encodeOpts{encoding: "json", details: "full", rewards: true, maxVersion: -1}
+	if len(p) > 1 && p[1].Kind() == '"' {
+		o.encoding, err = encodingParam(p[1], 2, "config", "json", "jsonParsed", "base58", "base64", "binary")
+		return o, nil, err
+	}
+	if cfg, err = config(p, 1, "config"); err != nil {
+		return o, nil, err
+	}
+	return o, cfg, txOptions(cfg, 2, &o)
+}
+
 func txOptions(cfg map[string]jsontext.Value, pos int, o *encodeOpts) error {
 	if v, ok := cfg["encoding"]; ok && v.Kind() != 'n' {
 		enc, err := encodingParam(v, pos, "config.encoding", "json", "jsonParsed", "base58", "base64")
@@ -45,20 +60,12 @@ func (d *Devnet) getBlock(params jsontext.Value) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := encodeOpts{encoding: "json", details: "full", rewards: true, maxVersion: -1}
+	o, cfg, err := encodeConfig(p)
+	if err != nil {
+		return nil, err
+	}
 	c := finalized
-	if len(p) > 1 && p[1].Kind() == '"' {
-		if o.encoding, err = encodingParam(p[1], 2, "config", "json", "jsonParsed", "base58", "base64", "binary"); err != nil {
-			return nil, err
-		}
-	} else {
-		cfg, err := config(p, 1, "config")
-		if err != nil {
-			return nil, err
-		}
-		if err := txOptions(cfg, 2, &o); err != nil {
-			return nil, err
-		}
+	if cfg != nil {
 		if v, ok := cfg["transactionDetails"]; ok && v.Kind() != 'n' {
 			if o.details, err = rpcparams.Enum(v, 2, "config.transactionDetails", "full", "accounts", "signatures", "none"); err != nil {
 				return nil, err
@@ -154,20 +161,12 @@ func (d *Devnet) getTransaction(params jsontext.Value) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := encodeOpts{encoding: "json", details: "full", rewards: true, maxVersion: -1}
+	o, cfg, err := encodeConfig(p)
+	if err != nil {
+		return nil, err
+	}
 	c := finalized
-	if len(p) > 1 && p[1].Kind() == '"' {
-		if o.encoding, err = encodingParam(p[1], 2, "config", "json", "jsonParsed", "base58", "base64", "binary"); err != nil {
-			return nil, err
-		}
-	} else {
-		cfg, err := config(p, 1, "config")
-		if err != nil {
-			return nil, err
-		}
-		if err := txOptions(cfg, 2, &o); err != nil {
-			return nil, err
-		}
+	if cfg != nil {
 		if c, err = commitmentOf(cfg, 2, "config", confirmed); err != nil {
 			return nil, err
 		}
