@@ -8,9 +8,9 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/valyala/fasthttp"
 
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/metering"
@@ -134,34 +135,60 @@ func New(cfg Config) *Gateway {
 }
 
 // Handler serves every network on one listener, choosing by Host.
-func (g *Gateway) Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.serve(w, r, nil)
-	})
+func (g *Gateway) Handler() fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) { g.serve(ctx, nil) }
 }
 
 // NetworkHandler serves one network whatever the Host; nil if the name is
 // unknown.
-func (g *Gateway) NetworkHandler(name string) http.Handler {
+func (g *Gateway) NetworkHandler(name string) fasthttp.RequestHandler {
 	n := g.byName[name]
 	if n == nil {
 		return nil
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.serve(w, r, n)
-	})
+	return func(ctx *fasthttp.RequestCtx) { g.serve(ctx, n) }
 }
 
-// NewServer returns an http.Server with the gateway's timeouts around h.
-func (g *Gateway) NewServer(h http.Handler) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: min(g.limits.ReadTimeout, 10*time.Second),
-		ReadTimeout:       g.limits.ReadTimeout,
-		WriteTimeout:      g.limits.WriteTimeout,
-		IdleTimeout:       g.limits.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
+// Request headers larger than this are refused; it is also the read buffer
+// of each client connection.
+const maxHeaderBytes = 16 << 10
+
+// NewServer returns a server with the gateway's limits and timeouts around
+// h. The gateway serves HTTP/1.1 on fasthttp: net/http's server cost more
+// CPU per small call than the whole rest of the gateway
+// (docs/benchmarks.md). Serve it on a listener from Listener.
+func (g *Gateway) NewServer(h fasthttp.RequestHandler) *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:      h,
+		ErrorHandler: g.serverError,
+		Name:         "portico",
+		// A request's whole body is read before the handler runs, so the
+		// body limit is the server's; ErrorHandler answers it.
+		MaxRequestBodySize:    int(min(g.limits.MaxBodyBytes, int64(^uint(0)>>1))),
+		ReadBufferSize:        maxHeaderBytes,
+		WriteBufferSize:       16 << 10,
+		ReadTimeout:           g.limits.ReadTimeout,
+		WriteTimeout:          g.limits.WriteTimeout,
+		IdleTimeout:           g.limits.IdleTimeout,
+		NoDefaultServerHeader: true,
+		NoDefaultContentType:  true,
+		// Keys sit in the path: keep it as sent, and never let fasthttp
+		// log a request line.
+		DisablePreParseMultipartForm: true,
+		Logger:                       fasthttpLogger{g.log},
+		// Concurrency 0 means fasthttp's default (256 Ki); the gateway's
+		// own connection limit sits in Listener.
+		CloseOnShutdown: true,
+	}
+}
+
+// fasthttpLogger sends fasthttp's own messages to the gateway's log at
+// debug level; they name connections, not keys.
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug(redactKeys(fmt.Sprintf(format, args...)))
 	}
 }
 

@@ -1,18 +1,19 @@
 package gateway
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"log/slog"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
@@ -27,83 +28,76 @@ const (
 )
 
 // serve is the entry of both listeners. fixed is the network of a
-// network's own listener, nil on the shared one.
-func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, fixed *Network) {
-	path := r.URL.Path
+// network's own listener, nil on the shared one. ctx is only valid until
+// serve returns; nothing started here outlives it.
+func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed *Network) {
+	path := ctx.Path()
 	var ws bool
-	var rest string
+	var rest []byte
 	switch {
-	case path == "/healthz":
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = io.WriteString(w, "ok\n")
+	case string(path) == "/healthz":
+		ctx.SetContentType("text/plain")
+		ctx.SetBodyString("ok\n")
 		return
 	case hasSegment(path, wsPrefix):
 		ws, rest = true, path[len(wsPrefix):]
 	case hasSegment(path, httpPrefix):
 		rest = path[len(httpPrefix):]
 	default:
-		http.NotFound(w, r)
+		ctx.SetContentType("text/plain; charset=utf-8")
+		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		ctx.SetBodyString("404 page not found\n")
 		return
 	}
 	start := time.Now()
-	key := strings.TrimPrefix(rest, "/")
-	id, err := g.keys.Authenticate(r.Context(), key)
+	key := strings.TrimPrefix(string(rest), "/")
+	id, err := g.keys.Authenticate(ctx, key)
 	if err != nil {
-		g.fail(w, r, err, start)
+		g.fail(ctx, err, start)
 		return
 	}
 	n := fixed
 	if n == nil {
-		if n = g.byHost[hostOnly(r.Host)]; n == nil {
-			g.fail(w, r, portico.ErrNetworkUnknown, start)
+		if n = g.byHost[hostOnly(string(ctx.Host()))]; n == nil {
+			g.fail(ctx, portico.ErrNetworkUnknown, start)
 			return
 		}
 	}
 	rq := request{net: n, id: id}
-	if err := allowed(id, n.Name, r.Header.Get("Origin")); err != nil {
-		cors(w.Header())
-		g.fail(w, r, err, start)
+	if err := allowed(id, n.Name, string(ctx.Request.Header.Peek("Origin"))); err != nil {
+		g.fail(ctx, err, start)
 		return
 	}
 	if ws {
-		g.serveWebSocket(w, r, rq)
+		g.wsHandler(ctx, rq)
 		return
 	}
-	cors(w.Header())
-	switch r.Method {
-	case http.MethodPost:
-	case http.MethodOptions:
-		w.Header().Set("Access-Control-Max-Age", "600")
-		w.WriteHeader(http.StatusNoContent)
+	cors(&ctx.Response.Header)
+	switch {
+	case ctx.IsPost():
+	case ctx.IsOptions():
+		ctx.Response.Header.Set("Access-Control-Max-Age", "600")
+		ctx.SetStatusCode(fasthttp.StatusNoContent)
 		return
 	default:
-		w.Header().Set("Allow", "POST, OPTIONS")
-		g.write(w, r, http.StatusMethodNotAllowed, jsonrpc.AppendError(nil, nil, errMethodNotAllowed), rq, start)
+		ctx.Response.Header.Set("Allow", "POST, OPTIONS")
+		g.write(ctx, fasthttp.StatusMethodNotAllowed, jsonrpc.AppendError(nil, nil, errMethodNotAllowed), rq, start)
 		return
 	}
-	if !isJSON(r.Header.Get("Content-Type")) {
-		g.write(w, r, http.StatusUnsupportedMediaType, jsonrpc.AppendError(nil, nil, errWrongContentType), rq, start)
+	if !isJSON(ctx.Request.Header.ContentType()) {
+		g.write(ctx, fasthttp.StatusUnsupportedMediaType, jsonrpc.AppendError(nil, nil, errWrongContentType), rq, start)
 		return
 	}
-	bp := g.getBuf()
-	defer g.putBuf(bp)
-	body, err := g.readBody(w, r, (*bp)[:0])
-	if err != nil {
-		g.fail(w, r, err, start)
-		return
-	}
-	out, status, info := g.handle(r.Context(), rq, body, body[len(body):])
-	*bp = out[:0]
-	if len(out) == 0 {
-		*bp = body[:0]
-	}
+	body := ctx.PostBody()
+	// The answer is built in the response's own pooled buffer: no copy.
+	out, status, info := g.handle(ctx, rq, body, ctx.Response.SwapBody(nil)[:0])
 	if info.bill != nil {
-		creditHeaders(w.Header(), info.bill)
+		creditHeaders(&ctx.Response.Header, info.bill)
 	}
 	if info.retryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.FormatInt(int64(max(time.Second, info.retryAfter+time.Second-1)/time.Second), 10))
+		ctx.Response.Header.Set("Retry-After", strconv.FormatInt(int64(max(time.Second, info.retryAfter+time.Second-1)/time.Second), 10))
 	}
-	g.write(w, r, status, out, rq, start)
+	g.write(ctx, status, out, rq, start)
 }
 
 // Credit headers on every metered HTTP response (docs/errors.md).
@@ -114,7 +108,15 @@ const (
 )
 
 // creditHeaders tells the client what the request cost and what is left.
-func creditHeaders(h http.Header, b *metering.Bill) {
+func creditHeaders(h *fasthttp.ResponseHeader, b *metering.Bill) {
+	h.Set(HeaderCreditsUsed, strconv.FormatInt(b.Charged, 10))
+	h.Set(HeaderCreditsRemaining, strconv.FormatInt(b.Remaining(), 10))
+	h.Set(HeaderCreditsReset, b.ResetAt.Format(time.RFC3339))
+}
+
+// creditHeadersHTTP is creditHeaders for the WebSocket handshake, which
+// is answered through net/http's interfaces.
+func creditHeadersHTTP(h http.Header, b *metering.Bill) {
 	h.Set(HeaderCreditsUsed, strconv.FormatInt(b.Charged, 10))
 	h.Set(HeaderCreditsRemaining, strconv.FormatInt(b.Remaining(), 10))
 	h.Set(HeaderCreditsReset, b.ResetAt.Format(time.RFC3339))
@@ -165,87 +167,67 @@ func originAllowed(list []string, origin string) bool {
 	return false
 }
 
-// readBody reads the request body into buf, within the size limit.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, error) {
-	max := g.limits.MaxBodyBytes
-	if r.ContentLength > max {
-		return nil, &portico.LimitError{Limit: portico.LimitBody, Max: max, Got: r.ContentLength}
-	}
-	b := bytes.NewBuffer(buf)
-	_, err := b.ReadFrom(http.MaxBytesReader(w, r.Body, max))
-	var tooBig *http.MaxBytesError
-	var ne net.Error
-	switch {
-	case err == nil:
-		return b.Bytes(), nil
-	case errors.As(err, &tooBig):
-		return nil, &portico.LimitError{Limit: portico.LimitBody, Max: max}
-	case errors.As(err, &ne) && ne.Timeout():
-		return nil, portico.ErrClientTimeout
-	}
-	return nil, err
-}
-
 // fail answers a request that was refused before its body was served.
-func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, err error, start time.Time) {
+func (g *Gateway) fail(ctx *fasthttp.RequestCtx, err error, start time.Time) {
 	e, status, known := wireError(err)
 	if !known {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return // the client went away; nothing to answer
-		}
-		g.log.Error("request failed", "path", redactPath(r.URL.Path), "err", err)
+		g.log.Error("request failed", "path", redactPath(string(ctx.Path())), "err", err)
 	}
 	if errors.Is(err, portico.ErrNetworkUnknown) {
-		e = &jsonrpc.Error{Code: e.Code, Message: "unknown network host " + strconv.Quote(hostOnly(r.Host))}
+		e = &jsonrpc.Error{Code: e.Code, Message: "unknown network host " + strconv.Quote(hostOnly(string(ctx.Host())))}
 	}
-	cors(w.Header())
-	g.write(w, r, status, jsonrpc.AppendError(nil, nil, e), request{}, start)
+	cors(&ctx.Response.Header)
+	g.write(ctx, status, jsonrpc.AppendError(ctx.Response.SwapBody(nil)[:0], nil, e), request{}, start)
 }
 
-// write sends a JSON response and logs it.
-func (g *Gateway) write(w http.ResponseWriter, r *http.Request, status int, body []byte, rq request, start time.Time) {
-	h := w.Header()
-	if status == http.StatusNoContent {
-		w.WriteHeader(status)
-	} else {
-		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(status)
-		_, _ = w.Write(body)
+// serverError answers what fasthttp refused before the gateway saw the
+// request: a body over the limit, a client too slow to send it, a request
+// it could not parse. The answer follows docs/errors.md like any other.
+func (g *Gateway) serverError(ctx *fasthttp.RequestCtx, err error) {
+	var e error = err
+	var ne net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		e = &portico.LimitError{Limit: portico.LimitBody, Max: g.limits.MaxBodyBytes}
+	case errors.As(err, &ne) && ne.Timeout():
+		e = portico.ErrClientTimeout
+	default:
+		ctx.SetConnectionClose()
+		ctx.SetContentType("text/plain; charset=utf-8")
+		ctx.SetStatusCode(fasthttp.StatusBadRequest)
+		ctx.SetBodyString("400 Bad Request: " + err.Error())
+		return
+	}
+	ctx.SetConnectionClose()
+	g.fail(ctx, e, time.Now())
+}
+
+// write sends a JSON response and logs it. body becomes the response's
+// body buffer.
+func (g *Gateway) write(ctx *fasthttp.RequestCtx, status int, body []byte, rq request, start time.Time) {
+	ctx.SetStatusCode(status)
+	if status != fasthttp.StatusNoContent {
+		ctx.SetContentType("application/json")
+		ctx.Response.SwapBody(body)
 	}
 	level := slog.LevelDebug
-	if status >= 500 && r.Context().Err() == nil {
-		// A client that went away mid-call is not a server fault.
+	if status >= 500 {
 		level = slog.LevelWarn
 	}
-	if g.log.Enabled(r.Context(), level) {
+	if g.log.Enabled(ctx, level) {
 		network := ""
 		if rq.net != nil {
 			network = rq.net.Name
 		}
 		// The key is part of the path: only the redacted path is logged.
-		g.log.Log(r.Context(), level, "http", "status", status, "path", redactPath(r.URL.Path), "network", network,
-			"key", rq.id.Name, "remote", r.RemoteAddr, "bytes", len(body), "took", time.Since(start))
-	}
-}
-
-func (g *Gateway) getBuf() *[]byte {
-	if bp, ok := g.bufs.Get().(*[]byte); ok {
-		return bp
-	}
-	b := make([]byte, 0, 4096)
-	return &b
-}
-
-func (g *Gateway) putBuf(bp *[]byte) {
-	if cap(*bp) <= 1<<20 { // do not pin very large buffers
-		g.bufs.Put(bp)
+		g.log.Log(ctx, level, "http", "status", status, "path", redactPath(string(ctx.Path())), "network", network,
+			"key", rq.id.Name, "remote", ctx.RemoteAddr().String(), "bytes", len(body), "took", time.Since(start))
 	}
 }
 
 // hasSegment reports whether path is prefix or starts with prefix + "/".
-func hasSegment(path, prefix string) bool {
-	return path == prefix || strings.HasPrefix(path, prefix+"/")
+func hasSegment[S ~string | ~[]byte](path S, prefix string) bool {
+	return string(path) == prefix || (len(path) > len(prefix) && string(path[:len(prefix)]) == prefix && path[len(prefix)] == '/')
 }
 
 // redactPath masks the key segment of a gateway path.
@@ -261,6 +243,15 @@ func redactPath(path string) string {
 	return path
 }
 
+// keyInText finds the key segment of a gateway path inside free text, such
+// as a request line in a server message.
+var keyInText = regexp.MustCompile(`(/v3/)[^\s?"'/]+`)
+
+// redactKeys masks every key segment in a message.
+func redactKeys(s string) string {
+	return keyInText.ReplaceAllString(s, "${1}***")
+}
+
 func hostOnly(host string) string {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
@@ -268,14 +259,17 @@ func hostOnly(host string) string {
 	return strings.ToLower(strings.TrimSuffix(host, "."))
 }
 
-func isJSON(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
+func isJSON(ct []byte) bool {
+	if string(ct) == "application/json" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(string(ct))
 	return err == nil && mt == "application/json"
 }
 
 // cors lets browser dapps call the gateway; the key in the path is the
 // credential, so no cookies are involved.
-func cors(h http.Header) {
+func cors(h *fasthttp.ResponseHeader) {
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
 	h.Set("Access-Control-Allow-Headers", "Content-Type")

@@ -4,7 +4,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -224,8 +223,8 @@ func TestUpstreamFailures(t *testing.T) {
 
 func TestSharedListenerRoutesByHost(t *testing.T) {
 	e := newEnv(t, options{})
-	shared := httptest.NewServer(e.gw.Handler())
-	defer shared.Close()
+	shared := startServer(t, e.gw, e.gw.Handler())
+	defer shared.close()
 	cases := []struct {
 		host   string
 		status int

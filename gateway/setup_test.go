@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/valyala/fasthttp"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
@@ -103,7 +105,7 @@ func (n *node) lastBody() string {
 // env is a gateway under test with its upstream and log.
 type env struct {
 	gw   *gateway.Gateway
-	srv  *httptest.Server
+	srv  *server
 	node *node
 	logs *syncBuffer
 }
@@ -148,13 +150,10 @@ func newEnv(t *testing.T, o options) *env {
 		Meter:    o.meter,
 		Logger:   logger,
 	})
-	e.srv = httptest.NewUnstartedServer(e.gw.NetworkHandler("testnet"))
-	e.srv.Config = e.gw.NewServer(e.gw.NetworkHandler("testnet"))
-	e.srv.Listener = e.gw.Listener(e.srv.Listener)
-	e.srv.Start()
+	e.srv = startServer(t, e.gw, e.gw.NetworkHandler("testnet"))
 	t.Cleanup(func() {
 		e.gw.Close()
-		e.srv.Close()
+		e.srv.close()
 		pool.Close()
 		if strings.Contains(e.logs.String(), testKey) || strings.Contains(e.logs.String(), "s3cret") || strings.Contains(e.logs.String(), "secret-path") {
 			t.Errorf("a secret reached the log:\n%s", e.logs.String())
@@ -162,6 +161,28 @@ func newEnv(t *testing.T, o options) *env {
 	})
 	return e
 }
+
+// server is a gateway listener on a loopback port, as portico serve runs
+// one.
+type server struct {
+	URL string
+	srv *fasthttp.Server
+}
+
+// startServer serves h with the gateway's server settings and its
+// connection-limiting listener.
+func startServer(t *testing.T, gw *gateway.Gateway, h fasthttp.RequestHandler) *server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{URL: "http://" + ln.Addr().String(), srv: gw.NewServer(h)}
+	go s.srv.Serve(gw.Listener(ln))
+	return s
+}
+
+func (s *server) close() { _ = s.srv.Shutdown() }
 
 // post sends body to /v3/<key> and returns status and response body.
 func (e *env) post(t *testing.T, key, body string) (int, string) {

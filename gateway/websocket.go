@@ -1,13 +1,19 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/jsonrpc"
@@ -16,6 +22,94 @@ import (
 // maxInFlightPerSocket bounds the calls one connection may have running;
 // beyond it the gateway stops reading, which pushes back on the client.
 const maxInFlightPerSocket = 64
+
+// wsHandler serves a WebSocket upgrade. The WebSocket library works on
+// net/http's interfaces: the request is converted, the connection is
+// hijacked from fasthttp, and the library gets a ResponseWriter over it.
+// Each message is then served by the same core as HTTP.
+func (g *Gateway) wsHandler(ctx *fasthttp.RequestCtx, rq request) {
+	var r http.Request
+	if err := fasthttpadaptor.ConvertRequest(ctx, &r, true); err != nil {
+		g.fail(ctx, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request: " + err.Error()}, time.Now())
+		return
+	}
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(c net.Conn) {
+		// The server's read and write timeouts are for HTTP requests; a
+		// socket lives under the idle timeout and the library's own.
+		_ = c.SetDeadline(time.Time{})
+		w := &hijackWriter{conn: c, header: http.Header{}}
+		g.serveWebSocket(w, r.WithContext(context.Background()), rq)
+		w.finish()
+	})
+}
+
+// hijackWriter is the http.ResponseWriter the WebSocket library accepts a
+// connection through. Its 101 answer is written when the library hijacks
+// the connection; a refusal it writes instead is sent when it returns.
+type hijackWriter struct {
+	conn     net.Conn
+	header   http.Header
+	status   int
+	body     []byte
+	hijacked bool
+}
+
+func (w *hijackWriter) Header() http.Header { return w.header }
+
+func (w *hijackWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+func (w *hijackWriter) Write(p []byte) (int, error) {
+	if w.hijacked {
+		return 0, http.ErrHijacked
+	}
+	w.WriteHeader(http.StatusOK)
+	w.body = append(w.body, p...)
+	return len(p), nil
+}
+
+// Hijack sends the status and headers written so far and hands over the
+// connection.
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.hijacked {
+		return nil, nil, http.ErrHijacked
+	}
+	w.hijacked = true
+	bw := bufio.NewWriter(w.conn)
+	w.writeHead(bw)
+	if err := bw.Flush(); err != nil {
+		return nil, nil, err
+	}
+	return w.conn, bufio.NewReadWriter(bufio.NewReader(w.conn), bw), nil
+}
+
+// finish sends a refusal that was not followed by a hijack.
+func (w *hijackWriter) finish() {
+	if w.hijacked || w.status == 0 {
+		return
+	}
+	w.header.Set("Content-Length", strconv.Itoa(len(w.body)))
+	w.header.Set("Connection", "close")
+	bw := bufio.NewWriter(w.conn)
+	w.writeHead(bw)
+	_, _ = bw.Write(w.body)
+	_ = w.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_ = bw.Flush()
+}
+
+func (w *hijackWriter) writeHead(bw *bufio.Writer) {
+	status := w.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	fmt.Fprintf(bw, "HTTP/1.1 %03d %s\r\n", status, http.StatusText(status))
+	_ = w.header.Write(bw)
+	_, _ = bw.WriteString("\r\n")
+}
 
 // serveWebSocket upgrades an authenticated request and serves JSON-RPC
 // messages until the client leaves, idles too long or breaks a limit. Each
@@ -27,8 +121,13 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 	if g.wsConns.Add(1) > max {
 		g.wsConns.Add(-1)
 		e, status, _ := wireError(&portico.LimitError{Limit: portico.LimitConnections, Max: max})
+		body := jsonrpc.AppendError(nil, nil, e)
 		w.Header().Set("Retry-After", "1")
-		g.write(w, r, status, jsonrpc.AppendError(nil, nil, e), rq, start)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+		g.log.Warn("websocket refused", "status", status, "path", redactPath(r.URL.Path), "key", rq.id.Name, "took", time.Since(start))
 		return
 	}
 	defer g.wsConns.Add(-1)
@@ -37,7 +136,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		// The handshake tells the balance; each call's cost is in the
 		// method table, and portico_getCredits answers the balance later.
 		if b, err := g.meter.Balance(r.Context(), rq.id); err == nil {
-			creditHeaders(w.Header(), &b)
+			creditHeadersHTTP(w.Header(), &b)
 		}
 	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/admin"
@@ -115,7 +119,7 @@ type Main struct {
 	log     *slog.Logger
 	gw      *gateway.Gateway
 	cache   *upstream.Cache
-	servers []*http.Server
+	servers []*fasthttp.Server
 	closers []io.Closer
 	wg      sync.WaitGroup
 	once    sync.Once
@@ -191,17 +195,24 @@ func (m *Main) Run(ctx context.Context) error {
 		},
 	})
 
-	var handler http.Handler = m.gw.Handler()
+	handler := m.gw.Handler()
 	if cfg.Admin.Token != "" {
 		api, err := admin.New(admin.Config{Token: cfg.Admin.Token, Store: st, Meter: meter,
 			DefaultDailyCredits: cfg.Metering.DefaultDailyCredits, Logger: m.log})
 		if err != nil {
 			return err
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/admin/", api)
-		mux.Handle("/", handler)
-		handler = mux
+		// The admin API is low-traffic net/http code; only its paths go
+		// through the adaptor.
+		adminHandler := fasthttpadaptor.NewFastHTTPHandler(api)
+		gwHandler := handler
+		handler = func(ctx *fasthttp.RequestCtx) {
+			if bytes.HasPrefix(ctx.Path(), []byte("/admin/")) {
+				adminHandler(ctx)
+				return
+			}
+			gwHandler(ctx)
+		}
 	}
 	addr, err := m.listen(cfg.Listen, handler)
 	if err != nil {
@@ -222,7 +233,7 @@ func (m *Main) Run(ctx context.Context) error {
 }
 
 // listen binds addr and serves h on it.
-func (m *Main) listen(addr string, h http.Handler) (string, error) {
+func (m *Main) listen(addr string, h fasthttp.RequestHandler) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", err
@@ -230,7 +241,7 @@ func (m *Main) listen(addr string, h http.Handler) (string, error) {
 	srv := m.gw.NewServer(h)
 	m.servers = append(m.servers, srv)
 	m.wg.Go(func() {
-		if err := srv.Serve(m.gw.Listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(m.gw.Listener(ln)); err != nil {
 			m.log.Error("listener stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	})
@@ -419,8 +430,8 @@ func (m *Main) close() error {
 	}
 	var errs []error
 	for _, s := range m.servers {
-		if err := s.Shutdown(ctx); err != nil {
-			errs = append(errs, s.Close())
+		if err := s.ShutdownWithContext(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			errs = append(errs, err)
 		}
 	}
 	m.wg.Wait()
