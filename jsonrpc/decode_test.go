@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -155,13 +156,67 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
+// TestDecodeResponseFastPath checks that the fast path and the full
+// decoder agree: same result and id when both accept, and that whatever
+// the fast path refuses is left to the full decoder.
+func TestDecodeResponseFastPath(t *testing.T) {
+	cases := []struct {
+		name, body string
+		fast       bool // taken by the fast path
+		ok         bool // accepted at all
+	}{
+		{"id first", `{"jsonrpc":"2.0","id":1,"result":{"a":[1,"]}"]}}`, true, true},
+		{"result first", `{"jsonrpc":"2.0","result":[1,{"id":2}],"id":1}`, true, true},
+		{"result first, id in result", `{"jsonrpc":"2.0","result":{"x":1,"id":7},"id":"q"}`, true, true},
+		{"trailing newline", "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}\n", true, true},
+		{"string id", `{"jsonrpc":"2.0","id":"a-1","result":"0x1"}`, true, true},
+		{"spaces", `{"jsonrpc": "2.0", "id": 1, "result": 1}`, false, true},
+		{"error", `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"m"}}`, false, true},
+		{"result then error", `{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":"x"},"id":1}`, false, false},
+		{"id first, then error", `{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}}`, false, false},
+		{"forged batch member", `{"jsonrpc":"2.0","id":1,"result":1},{"jsonrpc":"2.0","id":2,"result":2}`, false, false},
+		{"unclosed", `{"jsonrpc":"2.0","id":1,"result":[1,}`, false, false},
+		{"bad utf-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\xff\"}", false, false},
+		{"control char", "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\x01\"}", false, false},
+		{"empty result", `{"jsonrpc":"2.0","id":1,"result":}`, false, false},
+		{"escaped id", `{"jsonrpc":"2.0","id":"a\"b","result":1}`, false, true},
+		{"deep", `{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat("[", maxFastNesting+1) + strings.Repeat("]", maxFastNesting+1) + `}`, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, fast := splitResult([]byte(tc.body))
+			if fast != tc.fast {
+				t.Errorf("fast path taken = %v, want %v", fast, tc.fast)
+			}
+			r, err := DecodeResponse([]byte(tc.body))
+			if (err == nil) != tc.ok {
+				t.Fatalf("DecodeResponse error = %v, want ok %v", err, tc.ok)
+			}
+			full, ferr := decodeResponse([]byte(tc.body))
+			if (ferr == nil) != (err == nil) || string(full.Result) != string(r.Result) || string(full.ID) != string(r.ID) {
+				t.Fatalf("fast path %q %q %v, full decoder %q %q %v", r.Result, r.ID, err, full.Result, full.ID, ferr)
+			}
+		})
+	}
+}
+
+// FuzzDecodeResponse checks that any body decodes without panicking, and
+// that the fast path never accepts what the full decoder refuses or gives
+// a different result.
 func FuzzDecodeResponse(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"a":1}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","result":[1,"x"],"id":1}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := DecodeResponse(body)
 		if err == nil && r.Result != nil && !r.Result.IsValid() {
 			t.Fatalf("accepted invalid result %q", r.Result)
+		}
+		if fr, ok := splitResult(body); ok {
+			full, err := decodeResponse(body)
+			if err != nil || string(full.Result) != string(fr.Result) {
+				t.Fatalf("fast path accepted %q as %q; full decoder: %q, %v", body, fr.Result, full.Result, err)
+			}
 		}
 	})
 }
