@@ -167,6 +167,7 @@ func newEnv(t *testing.T, o options) *env {
 type server struct {
 	URL string
 	srv *fasthttp.Server
+	ln  net.Listener
 }
 
 // startServer serves h with the gateway's server settings and its
@@ -177,12 +178,15 @@ func startServer(t *testing.T, gw *gateway.Gateway, h fasthttp.RequestHandler) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{URL: "http://" + ln.Addr().String(), srv: gw.NewServer(h)}
+	s := &server{URL: "http://" + ln.Addr().String(), srv: gw.NewServer(h), ln: ln}
 	go s.srv.Serve(gw.Listener(ln))
 	return s
 }
 
-func (s *server) close() { _ = s.srv.Shutdown() }
+func (s *server) close() {
+	_ = s.srv.Shutdown()
+	_ = s.ln.Close() // Shutdown misses a Serve that had not started yet
+}
 
 // post sends body to /v3/<key> and returns status and response body.
 func (e *env) post(t *testing.T, key, body string) (int, string) {

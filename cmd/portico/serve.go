@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -120,10 +121,13 @@ type Main struct {
 	gw      *gateway.Gateway
 	cache   *upstream.Cache
 	servers []*fasthttp.Server
-	closers []io.Closer
-	wg      sync.WaitGroup
-	once    sync.Once
-	err     error
+	// listeners are closed after Shutdown too: a server whose Serve had
+	// not started yet when Shutdown ran would otherwise accept forever.
+	listeners []net.Listener
+	closers   []io.Closer
+	wg        sync.WaitGroup
+	once      sync.Once
+	err       error
 }
 
 // Endpoint is where a network is served.
@@ -240,6 +244,7 @@ func (m *Main) listen(addr string, h fasthttp.RequestHandler) (string, error) {
 	}
 	srv := m.gw.NewServer(h)
 	m.servers = append(m.servers, srv)
+	m.listeners = append(m.listeners, ln)
 	m.wg.Go(func() {
 		if err := srv.Serve(m.gw.Listener(ln)); err != nil {
 			m.log.Error("listener stopped", "addr", ln.Addr().String(), "err", err)
@@ -300,7 +305,7 @@ func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network
 }
 
 // devnet starts the family's embedded devnet and returns it as an upstream
-// member reached over loopback like any remote node.
+// member.
 func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member, error) {
 	dataDir := ""
 	if m.Config.DataDir != "" {
@@ -308,7 +313,10 @@ func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member,
 	}
 	traffic := n.Devnet.Traffic == nil || *n.Devnet.Traffic
 	logger := m.log.With("devnet", n.Name)
-	var url string
+	var (
+		handler http.Handler
+		allow   func(string) bool
+	)
 	switch n.Family {
 	case portico.FamilyEVM:
 		d, err := evmdevnet.New(evmdevnet.Config{
@@ -327,7 +335,7 @@ func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member,
 			m.Devnets = map[string]*evmdevnet.Devnet{}
 		}
 		m.Devnets[n.Name] = d
-		url = d.HTTPURL()
+		handler, allow = d.RPCHandler(), inNamespaces(evmdevnet.Modules())
 		fmt.Fprintf(m.Stdout, "%s: embedded go-ethereum devnet, chain id %s, prefunded dev accounts (test keys, never use them elsewhere):\n", n.Name, d.ChainID())
 		for _, a := range d.Accounts() {
 			fmt.Fprintf(m.Stdout, "  %s  key %s\n", a.Address.Hex(), a.KeyHex())
@@ -347,7 +355,7 @@ func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member,
 			m.SolanaDevnets = map[string]*solanadevnet.Devnet{}
 		}
 		m.SolanaDevnets[n.Name] = d
-		url = d.HTTPURL()
+		handler = d.Handler()
 		fmt.Fprintf(m.Stdout, "%s: embedded slot-chain devnet, faucet %s (requestAirdrop funds any account)\n", n.Name, d.Faucet().PublicKey())
 	case portico.FamilyStarknet:
 		d, err := starknetdevnet.New(starknetdevnet.Config{
@@ -363,12 +371,24 @@ func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member,
 			m.StarknetDevnets = map[string]*starknetdevnet.Devnet{}
 		}
 		m.StarknetDevnets[n.Name] = d
-		url = d.HTTPURL()
+		handler = d.Handler()
 		fmt.Fprintf(m.Stdout, "%s: embedded rollup devnet, chain id %s, spec %s\n", n.Name, starknetdevnet.DefaultChainID, starknetdevnet.SpecVersion)
 	default:
 		return nil, nil
 	}
-	return &upstream.Member{Name: n.Name + "/embedded", Node: upstream.NewHTTP(url, nil)}, nil
+	// The devnet also listens on loopback for its own clients; the
+	// gateway calls its handler in-process, through the same Node
+	// interface as a remote node.
+	return &upstream.Member{Name: n.Name + "/embedded", Node: upstream.NewHandler(handler, allow, nil)}, nil
+}
+
+// inNamespaces allows the methods of the given RPC namespaces
+// ("eth" allows eth_getProof).
+func inNamespaces(namespaces []string) func(string) bool {
+	return func(method string) bool {
+		ns, _, ok := strings.Cut(method, "_")
+		return ok && slices.Contains(namespaces, ns)
+	}
 }
 
 // startDevnet takes the result of a devnet's New: on success it registers
@@ -433,6 +453,9 @@ func (m *Main) close() error {
 		if err := s.ShutdownWithContext(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			errs = append(errs, err)
 		}
+	}
+	for _, ln := range m.listeners {
+		_ = ln.Close() // already closed by Shutdown when Serve had started
 	}
 	m.wg.Wait()
 	for i := len(m.closers) - 1; i >= 0; i-- {

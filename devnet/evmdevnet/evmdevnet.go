@@ -19,6 +19,7 @@ import (
 	"maps"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -240,7 +241,7 @@ func (d *Devnet) Start(ctx context.Context) error {
 	}
 	nodeConf.HTTPHost, nodeConf.HTTPPort = host, port
 	nodeConf.WSHost, nodeConf.WSPort = host, port
-	nodeConf.HTTPModules = []string{"eth", "net", "web3", "debug", "txpool"}
+	nodeConf.HTTPModules = Modules()
 	nodeConf.WSModules = nodeConf.HTTPModules
 	nodeConf.HTTPVirtualHosts = []string{"*"}
 	nodeConf.HTTPCors = []string{"*"}
@@ -409,6 +410,24 @@ func (d *Devnet) HTTPURL() string {
 		return ""
 	}
 	return d.stack.HTTPEndpoint()
+}
+
+// Modules returns the RPC namespaces the node serves over HTTP and
+// WebSocket.
+func Modules() []string { return []string{"eth", "net", "web3", "debug", "txpool"} }
+
+// RPCHandler returns the node's in-process JSON-RPC handler, for a gateway
+// in the same process; nil before Start. It serves every registered
+// namespace, not only Modules: its caller keeps to those.
+func (d *Devnet) RPCHandler() http.Handler {
+	if !d.started {
+		return nil
+	}
+	h, err := d.stack.RPCHandler()
+	if err != nil {
+		return nil
+	}
+	return h
 }
 
 // WSURL returns the node's WebSocket JSON-RPC endpoint, or "" before Start.
