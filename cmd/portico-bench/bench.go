@@ -51,6 +51,8 @@ func run(ctx context.Context, c *cli) error {
 		case "trivial":
 			err = trivial(ctx, c)
 		case "geth":
+			err = gethEmbedded(ctx, c)
+		case "geth-remote":
 			err = geth(ctx, c)
 		case "metering":
 			err = meteringSetup(ctx, c)
@@ -206,8 +208,49 @@ func startReverseProxy(ctx context.Context, target string) (*portico, error) {
 	return p, nil
 }
 
-// geth runs the embedded go-ethereum devnet with traffic and measures a
-// real transaction lookup.
+// gethEmbedded measures portico serve's own embedded go-ethereum devnet:
+// direct is the devnet's loopback HTTP endpoint (in the portico process),
+// the gateway reaches the same node in-process, as portico serve does.
+func gethEmbedded(ctx context.Context, c *cli) error {
+	gw, err := startPortico(ctx, c, map[string]string{"evm": embedded})
+	if err != nil {
+		return err
+	}
+	defer gw.stop()
+	direct := gw.devnets["evm"]
+	if direct == "" {
+		return fmt.Errorf("portico did not print its devnet's URL")
+	}
+	ec, err := ethclient.DialContext(ctx, direct)
+	if err != nil {
+		return err
+	}
+	defer ec.Close()
+	// The devnet sends traffic of every type into each block.
+	var hash string
+	for deadline := time.Now().Add(time.Minute); hash == "" && time.Now().Before(deadline); {
+		b, err := ec.BlockByNumber(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if len(b.Transactions()) > 0 {
+			hash = b.Hash().Hex()
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if hash == "" {
+		return fmt.Errorf("the embedded devnet sealed no block with transactions in a minute")
+	}
+	targets := []target{
+		{"eth_getTransactionByBlockHashAndIndex", "evm", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByBlockHashAndIndex","params":["` + hash + `","0x0"]}`)},
+	}
+	return measure(ctx, c, "embedded geth (in portico)", direct, gw, targets)
+}
+
+// geth runs the embedded go-ethereum devnet with traffic in this process
+// and puts portico in front of it as a remote node over HTTP, and measures
+// a real transaction lookup.
 func geth(ctx context.Context, c *cli) error {
 	d, err := evmdevnet.New(evmdevnet.Config{BlockPeriod: -1})
 	if err != nil {
@@ -250,7 +293,7 @@ func geth(ctx context.Context, c *cli) error {
 	targets := []target{
 		{"eth_getTransactionByBlockHashAndIndex", "evm", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByBlockHashAndIndex","params":["` + hash + `","0x0"]}`)},
 	}
-	return measure(ctx, c, "embedded geth", d.HTTPURL(), gw, targets)
+	return measure(ctx, c, "geth in another process, over HTTP", d.HTTPURL(), gw, targets)
 }
 
 // measure alternates direct and gateway rounds per target and prints the
@@ -312,11 +355,18 @@ func listen(h http.Handler) (net.Listener, error) {
 
 // portico is a running portico child process.
 type portico struct {
-	cmd  *exec.Cmd
-	urls map[string]string // network name → HTTP URL with key
+	cmd     *exec.Cmd
+	urls    map[string]string // network name → HTTP URL with key
+	devnets map[string]string // network name → its embedded EVM devnet's own URL
 }
 
-var readyLine = regexp.MustCompile(`^(\S+)\s+(http://\S+/v3/\S+)\s`)
+// embedded as an upstream URL lets the network run its embedded devnet.
+const embedded = "embedded"
+
+var (
+	readyLine  = regexp.MustCompile(`^(\S+)\s+(http://\S+/v3/\S+)\s`)
+	devnetLine = regexp.MustCompile(`^(\S+): embedded go-ethereum devnet at (http://\S+),`)
+)
 
 // startPortico runs the portico binary with one network per upstream and
 // waits for its ready lines.
@@ -335,7 +385,10 @@ func startPortico(ctx context.Context, c *cli, upstreams map[string]string, extr
 	}
 	fmt.Fprintf(&cfg, "networks:\n")
 	for _, fam := range []string{"evm", "solana"} {
-		if u, ok := upstreams[fam]; ok {
+		switch u, ok := upstreams[fam]; {
+		case u == embedded:
+			fmt.Fprintf(&cfg, "  - {name: %s, family: %s}\n", fam, fam)
+		case ok:
 			fmt.Fprintf(&cfg, "  - {name: %s, family: %s, upstreams: [{url: %q}]}\n", fam, fam, u)
 		}
 	}
@@ -355,11 +408,14 @@ func startPortico(ctx context.Context, c *cli, upstreams map[string]string, extr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &portico{cmd: cmd, urls: map[string]string{}}
+	p := &portico{cmd: cmd, urls: map[string]string{}, devnets: map[string]string{}}
 	sc := bufio.NewScanner(out)
 	for len(p.urls) < len(upstreams) && sc.Scan() {
 		if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
 			p.urls[m[1]] = strings.Replace(m[2], "<API_KEY>", benchKey, 1)
+		}
+		if m := devnetLine.FindStringSubmatch(sc.Text()); m != nil {
+			p.devnets[m[1]] = m[2]
 		}
 	}
 	if len(p.urls) < len(upstreams) {

@@ -336,7 +336,7 @@ func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member,
 		}
 		m.Devnets[n.Name] = d
 		handler, allow = d.RPCHandler(), inNamespaces(evmdevnet.Modules())
-		fmt.Fprintf(m.Stdout, "%s: embedded go-ethereum devnet, chain id %s, prefunded dev accounts (test keys, never use them elsewhere):\n", n.Name, d.ChainID())
+		fmt.Fprintf(m.Stdout, "%s: embedded go-ethereum devnet at %s, chain id %s, prefunded dev accounts (test keys, never use them elsewhere):\n", n.Name, d.HTTPURL(), d.ChainID())
 		for _, a := range d.Accounts() {
 			fmt.Fprintf(m.Stdout, "  %s  key %s\n", a.Address.Hex(), a.KeyHex())
 		}
