@@ -22,7 +22,6 @@ import (
 
 	"github.com/ethereum/go-ethereum/ethclient"
 
-	"github.com/porticohq/portico/devnet/evmdevnet"
 	"github.com/porticohq/portico/internal/fixturenode"
 	"github.com/porticohq/portico/loadgen"
 )
@@ -66,30 +65,50 @@ func run(ctx context.Context, c *cli) error {
 	return nil
 }
 
-// trivial answers every call with fixed bytes: a recorded transaction, or
-// a recorded 138 KB getBlock result.
-func trivial(ctx context.Context, c *cli) error {
-	fx, err := fixturenode.New(c.Fixtures)
+// trivialUpstream serves fixed bytes on a free port and prints its
+// address: a recorded transaction, or a recorded 138 KB getBlock result.
+// It runs as a child process of its own, as a real node does: an upstream
+// inside the load generator's process would be woken by the same Go
+// runtime that sends it the calls, which a node elsewhere never is.
+func trivialUpstream(fixtures string) error {
+	fx, err := fixturenode.New(fixtures)
 	if err != nil {
 		return err
 	}
 	block := fx.Block(fixturenode.SlotSolders, "json")
-	txResp := []byte(`{"jsonrpc":"2.0","id":1,"result":{"blockHash":"0x9f0c3e9c5e3c4d1e8a3f1b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e","blockNumber":"0x1","from":"0x7435ed30a8b4aeb0877cef0c6e8cffe834eb865f","gas":"0x5208","gasPrice":"0x3b9aca00","hash":"0x5b4bf0e1e5b3a7ad3b6ccd8a9f5d2f0b1e7c8d9a0b1c2d3e4f5a6b7c8d9e0f1a","input":"0x","nonce":"0x0","to":"0x0000000000000000000000000000000000000000","transactionIndex":"0x0","value":"0x1","type":"0x0","v":"0x1b","r":"0x1","s":"0x1"}}`)
 	blockResp := append(append([]byte(`{"jsonrpc":"2.0","id":1,"result":`), block...), '}')
-	up, err := listen(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr().String())
+	return http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		if bytes.Contains(body, []byte(`"getBlock"`)) {
 			w.Write(blockResp)
 			return
 		}
-		w.Write(txResp)
+		w.Write(trivialTx)
 	}))
+}
+
+var trivialTx = []byte(`{"jsonrpc":"2.0","id":1,"result":{"blockHash":"0x9f0c3e9c5e3c4d1e8a3f1b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e","blockNumber":"0x1","from":"0x7435ed30a8b4aeb0877cef0c6e8cffe834eb865f","gas":"0x5208","gasPrice":"0x3b9aca00","hash":"0x5b4bf0e1e5b3a7ad3b6ccd8a9f5d2f0b1e7c8d9a0b1c2d3e4f5a6b7c8d9e0f1a","input":"0x","nonce":"0x0","to":"0x0000000000000000000000000000000000000000","transactionIndex":"0x0","value":"0x1","type":"0x0","v":"0x1b","r":"0x1","s":"0x1"}}`)
+
+// trivial measures portico and a bare reverse proxy in front of the
+// trivial upstream.
+func trivial(ctx context.Context, c *cli) error {
+	fx, err := fixturenode.New(c.Fixtures)
 	if err != nil {
 		return err
 	}
-	defer up.Close()
-	upURL := "http://" + up.Addr().String()
+	block := fx.Block(fixturenode.SlotSolders, "json")
+	up, err := startChild(ctx, "trivial-upstream", c.Fixtures)
+	if err != nil {
+		return err
+	}
+	defer up.stop()
+	upURL := up.urls["evm"]
 	gw, err := startPortico(ctx, c, map[string]string{"evm": upURL, "solana": upURL})
 	if err != nil {
 		return err
@@ -104,7 +123,7 @@ func trivial(ctx context.Context, c *cli) error {
 	}
 	// The same calls through a bare httputil.ReverseProxy: what a
 	// pass-through proxy on net/http costs in this setup, with no checks.
-	rp, err := startReverseProxy(ctx, upURL)
+	rp, err := startChild(ctx, "reverse-proxy", upURL)
 	if err != nil {
 		return err
 	}
@@ -181,13 +200,14 @@ func reverseProxy(target string) error {
 	return http.Serve(ln, rp)
 }
 
-// startReverseProxy runs this binary as a reverse proxy in a child process.
-func startReverseProxy(ctx context.Context, target string) (*portico, error) {
+// startChild runs this binary as a reverse proxy or a trivial upstream in
+// a child process and reads the address it prints.
+func startChild(ctx context.Context, mode, arg string) (*portico, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, "reverse-proxy", target)
+	cmd := exec.CommandContext(ctx, self, mode, arg)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -200,7 +220,7 @@ func startReverseProxy(ctx context.Context, target string) (*portico, error) {
 	sc := bufio.NewScanner(out)
 	if !sc.Scan() {
 		p.stop()
-		return nil, fmt.Errorf("reverse proxy did not start")
+		return nil, fmt.Errorf("%s did not start", mode)
 	}
 	for _, n := range []string{"evm", "solana"} {
 		p.urls[n] = "http://" + sc.Text()
@@ -221,26 +241,9 @@ func gethEmbedded(ctx context.Context, c *cli) error {
 	if direct == "" {
 		return fmt.Errorf("portico did not print its devnet's URL")
 	}
-	ec, err := ethclient.DialContext(ctx, direct)
+	hash, err := blockWithTransactions(ctx, direct)
 	if err != nil {
 		return err
-	}
-	defer ec.Close()
-	// The devnet sends traffic of every type into each block.
-	var hash string
-	for deadline := time.Now().Add(time.Minute); hash == "" && time.Now().Before(deadline); {
-		b, err := ec.BlockByNumber(ctx, nil)
-		if err != nil {
-			return err
-		}
-		if len(b.Transactions()) > 0 {
-			hash = b.Hash().Hex()
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if hash == "" {
-		return fmt.Errorf("the embedded devnet sealed no block with transactions in a minute")
 	}
 	targets := []target{
 		{"eth_getTransactionByBlockHashAndIndex", "evm", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByBlockHashAndIndex","params":["` + hash + `","0x0"]}`)},
@@ -248,44 +251,37 @@ func gethEmbedded(ctx context.Context, c *cli) error {
 	return measure(ctx, c, "embedded geth (in portico)", direct, gw, targets)
 }
 
-// geth runs the embedded go-ethereum devnet with traffic in this process
-// and puts portico in front of it as a remote node over HTTP, and measures
-// a real transaction lookup.
+// geth runs the go-ethereum devnet as a node of its own (portico devnet
+// evm, another process, with traffic) and puts portico in front of it as
+// a remote node over HTTP.
 func geth(ctx context.Context, c *cli) error {
-	d, err := evmdevnet.New(evmdevnet.Config{BlockPeriod: -1})
+	cmd := exec.CommandContext(ctx, c.Portico, "devnet", "evm", "--listen", "127.0.0.1:0")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	if err := d.Start(ctx); err != nil {
+	if err := cmd.Start(); err != nil {
 		return err
 	}
-	ec, err := ethclient.DialContext(ctx, d.HTTPURL())
+	node := &portico{cmd: cmd}
+	defer node.stop()
+	var nodeURL string
+	sc := bufio.NewScanner(out)
+	for nodeURL == "" && sc.Scan() {
+		if m := devnetReady.FindStringSubmatch(sc.Text()); m != nil {
+			nodeURL = m[1]
+		}
+	}
+	if nodeURL == "" {
+		return fmt.Errorf("portico devnet evm did not print its URL")
+	}
+	go io.Copy(io.Discard, out)
+	hash, err := blockWithTransactions(ctx, nodeURL)
 	if err != nil {
 		return err
 	}
-	defer ec.Close()
-	var hash string
-	for i := 0; i < 3 && hash == ""; i++ {
-		if _, err := d.SendTraffic(ctx); err != nil {
-			return err
-		}
-		h, err := d.Commit()
-		if err != nil {
-			return err
-		}
-		b, err := ec.BlockByHash(ctx, h)
-		if err != nil {
-			return err
-		}
-		if len(b.Transactions()) > 0 {
-			hash = h.Hex()
-		}
-	}
-	if hash == "" {
-		return fmt.Errorf("devnet sealed no block with transactions")
-	}
-	gw, err := startPortico(ctx, c, map[string]string{"evm": d.HTTPURL()})
+	gw, err := startPortico(ctx, c, map[string]string{"evm": nodeURL})
 	if err != nil {
 		return err
 	}
@@ -293,7 +289,29 @@ func geth(ctx context.Context, c *cli) error {
 	targets := []target{
 		{"eth_getTransactionByBlockHashAndIndex", "evm", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByBlockHashAndIndex","params":["` + hash + `","0x0"]}`)},
 	}
-	return measure(ctx, c, "geth in another process, over HTTP", d.HTTPURL(), gw, targets)
+	return measure(ctx, c, "geth in another process, over HTTP", nodeURL, gw, targets)
+}
+
+var devnetReady = regexp.MustCompile(`serving JSON-RPC on (http://\S+)`)
+
+// blockWithTransactions waits for the devnet's traffic to land in a block
+// and returns that block's hash.
+func blockWithTransactions(ctx context.Context, nodeURL string) (string, error) {
+	ec, err := ethclient.DialContext(ctx, nodeURL)
+	if err != nil {
+		return "", err
+	}
+	defer ec.Close()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		b, err := ec.BlockByNumber(ctx, nil)
+		if err != nil {
+			return "", err
+		}
+		if len(b.Transactions()) > 0 {
+			return b.Hash().Hex(), nil
+		}
+	}
+	return "", fmt.Errorf("the devnet sealed no block with transactions in a minute")
 }
 
 // measure alternates direct and gateway rounds per target and prints the

@@ -31,10 +31,15 @@ type cli struct {
 }
 
 func main() {
-	if len(os.Args) == 3 && os.Args[1] == "reverse-proxy" {
-		// The baseline: a bare net/http reverse proxy, as its own process,
-		// stopped by the parent's SIGINT (so no signal handler here).
-		if err := reverseProxy(os.Args[2]); err != nil {
+	if len(os.Args) == 3 && (os.Args[1] == "reverse-proxy" || os.Args[1] == "trivial-upstream") {
+		// Child processes: the bare net/http reverse proxy baseline and
+		// the trivial upstream, stopped by the parent's SIGINT (so no
+		// signal handler here).
+		run := reverseProxy
+		if os.Args[1] == "trivial-upstream" {
+			run = trivialUpstream
+		}
+		if err := run(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, "portico-bench:", err)
 			os.Exit(1)
 		}
