@@ -95,6 +95,7 @@ const (
 	LimitBatch       = "batch"
 	LimitWSMessage   = "websocket message"
 	LimitConnections = "connections"
+	LimitHeaders     = "request headers"
 )
 
 // Error describes which limit was hit.
@@ -108,6 +109,8 @@ func (e *LimitError) Error() string {
 		return fmt.Sprintf("websocket message too large: limit is %d bytes", e.Max)
 	case LimitConnections:
 		return fmt.Sprintf("too many connections: limit is %d", e.Max)
+	case LimitHeaders:
+		return fmt.Sprintf("request headers too large: limit is %d bytes", e.Max)
 	}
 	return fmt.Sprintf("%s limit exceeded: limit is %d", e.Limit, e.Max)
 }

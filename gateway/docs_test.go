@@ -34,6 +34,7 @@ func TestErrorsDoc(t *testing.T) {
 		{gateway.CodeWrongContentType, "415"},
 		{gateway.CodeMethodNotAllowed, "405"},
 		{gateway.CodeWSMessageTooLarge, "—"},
+		{gateway.CodeHeadersTooLarge, "431"},
 	}
 	for _, r := range rows {
 		if row := fmt.Sprintf("| %d | %s |", r.code, r.status); !strings.Contains(string(doc), row) {

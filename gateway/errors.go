@@ -29,6 +29,7 @@ const (
 	CodeMethodNotAllowed  = -32050
 	CodeWSMessageTooLarge = -32051
 	CodeMeteringDown      = -32052
+	CodeHeadersTooLarge   = -32053
 )
 
 // wireError maps an error to what the client sees: a JSON-RPC error and an
@@ -83,6 +84,8 @@ func wireError(err error) (e *jsonrpc.Error, status int, known bool) {
 			return &jsonrpc.Error{Code: CodeWSMessageTooLarge, Message: limitErr.Error()}, http.StatusRequestEntityTooLarge, true
 		case portico.LimitConnections:
 			return &jsonrpc.Error{Code: CodeTooManyConns, Message: limitErr.Error()}, http.StatusServiceUnavailable, true
+		case portico.LimitHeaders:
+			return &jsonrpc.Error{Code: CodeHeadersTooLarge, Message: limitErr.Error()}, http.StatusRequestHeaderFieldsTooLarge, true
 		}
 	case errors.As(err, &upErr):
 		switch {

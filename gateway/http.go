@@ -186,16 +186,21 @@ func (g *Gateway) fail(ctx *fasthttp.RequestCtx, err error, start time.Time) {
 func (g *Gateway) serverError(ctx *fasthttp.RequestCtx, err error) {
 	var e error = err
 	var ne net.Error
+	var small *fasthttp.ErrSmallBuffer
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		e = &portico.LimitError{Limit: portico.LimitBody, Max: g.limits.MaxBodyBytes}
+	case errors.As(err, &small) || errors.Is(err, fasthttp.ErrSmallReadBuffer):
+		e = &portico.LimitError{Limit: portico.LimitHeaders, Max: maxHeaderBytes}
 	case errors.As(err, &ne) && ne.Timeout():
 		e = portico.ErrClientTimeout
 	default:
+		// Not HTTP/1.1 that can be read: a JSON-RPC parse error, with no
+		// detail from the HTTP parser (it may quote the request line,
+		// which holds the key).
+		e = &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "parse error: malformed HTTP request"}
 		ctx.SetConnectionClose()
-		ctx.SetContentType("text/plain; charset=utf-8")
-		ctx.SetStatusCode(fasthttp.StatusBadRequest)
-		ctx.SetBodyString("400 Bad Request: " + err.Error())
+		g.write(ctx, fasthttp.StatusBadRequest, jsonrpc.AppendError(nil, nil, e.(*jsonrpc.Error)), request{}, time.Now())
 		return
 	}
 	ctx.SetConnectionClose()

@@ -251,3 +251,33 @@ func TestSharedListenerRoutesByHost(t *testing.T) {
 		})
 	}
 }
+
+// TestMalformedHTTP sends what net/http clients never send: headers over
+// the limit and bytes that are not HTTP. Both get a JSON-RPC error from
+// docs/errors.md, and the key in the request line reaches no log.
+func TestMalformedHTTP(t *testing.T) {
+	e := newEnv(t, options{})
+	cases := []struct {
+		name, request, status, want string
+	}{
+		{"headers too large", "POST /v3/" + testKey + " HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("a", 20<<10) + "\r\n\r\n",
+			"HTTP/1.1 431", `{"jsonrpc":"2.0","id":null,"error":{"code":-32053,"message":"request headers too large: limit is 16384 bytes"}}`},
+		{"not HTTP", "POST /v3/" + testKey + " HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+			"HTTP/1.1 400", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: malformed HTTP request"}}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			go c.Write([]byte(tc.request))
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			got, _ := io.ReadAll(c)
+			if !strings.HasPrefix(string(got), tc.status) || !strings.HasSuffix(string(got), tc.want) {
+				t.Fatalf("got %q", got)
+			}
+		})
+	}
+}
