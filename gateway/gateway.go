@@ -100,7 +100,6 @@ type Gateway struct {
 	cache   *upstream.Cache
 	meter   Meter
 	log     *slog.Logger
-	bufs    sync.Pool
 	conns   atomic.Int64 // open TCP connections over all listeners
 	wsConns atomic.Int64
 

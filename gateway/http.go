@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"mime"
@@ -51,7 +52,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed *Network) {
 	}
 	start := time.Now()
 	key := strings.TrimPrefix(string(rest), "/")
-	id, err := g.keys.Authenticate(ctx, key)
+	id, err := g.keys.Authenticate(context.Background(), key)
 	if err != nil {
 		g.fail(ctx, err, start)
 		return
@@ -90,7 +91,10 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed *Network) {
 	}
 	body := ctx.PostBody()
 	// The answer is built in the response's own pooled buffer: no copy.
-	out, status, info := g.handle(ctx, rq, body, ctx.Response.SwapBody(nil)[:0])
+	// fasthttp's RequestCtx is a context only in name (it ends with the
+	// server, not the request, and every context derived from it would
+	// start a goroutine); upstream calls are bounded by their timeouts.
+	out, status, info := g.handle(context.Background(), rq, body, ctx.Response.SwapBody(nil)[:0])
 	if info.bill != nil {
 		creditHeaders(&ctx.Response.Header, info.bill)
 	}

@@ -60,15 +60,14 @@ func NewHTTP(rawURL string, opts *Options) *HTTP {
 		Dial: func(addr string) (net.Conn, error) {
 			return fasthttp.DialTimeout(addr, 5*time.Second)
 		},
-		MaxConns:                      1024,
-		MaxConnWaitTimeout:            5 * time.Second,
-		MaxIdleConnDuration:           90 * time.Second,
-		ReadBufferSize:                upstreamReadBuffer,
-		WriteBufferSize:               16 << 10,
-		MaxResponseBodySize:           int(min(opts.maxResponse(), int64(^uint(0)>>1))),
-		NoDefaultUserAgentHeader:      true,
-		DisableHeaderNamesNormalizing: false,
-		DisablePathNormalizing:        true,
+		MaxConns:                 1024,
+		MaxConnWaitTimeout:       5 * time.Second,
+		MaxIdleConnDuration:      90 * time.Second,
+		ReadBufferSize:           upstreamReadBuffer,
+		WriteBufferSize:          16 << 10,
+		MaxResponseBodySize:      int(min(opts.maxResponse(), int64(^uint(0)>>1))),
+		NoDefaultUserAgentHeader: true,
+		DisablePathNormalizing:   true,
 	}
 	return h
 }
