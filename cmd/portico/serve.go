@@ -376,6 +376,9 @@ func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member,
 	default:
 		return nil, nil
 	}
+	if handler == nil {
+		return nil, fmt.Errorf("embedded %s devnet has no JSON-RPC handler", n.Family)
+	}
 	// The devnet also listens on loopback for its own clients; the
 	// gateway calls its handler in-process, through the same Node
 	// interface as a remote node.
