@@ -31,6 +31,10 @@ type request struct {
 type outcome struct {
 	result jsontext.Value
 	err    error
+	// framed, when set, is the whole response but its closing brace,
+	// built in the response buffer with the result in place: a single
+	// call's result is copied from the node's answer once, not twice.
+	framed []byte
 }
 
 // prepared is a call that passed every check and may be charged.
@@ -124,10 +128,14 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			outs[i] = g.credits(ctx, rq)
 			return
 		}
-		outs[i] = g.forward(ctx, rq, preps[i])
+		outs[i] = g.forward(ctx, rq, preps[i], nil)
 	}
 	if len(calls) == 1 {
-		run(0)
+		if c := &calls[0]; outs[0].err == nil && !preps[0].local && !c.IsNotification() {
+			outs[0] = g.forward(ctx, rq, preps[0], jsonrpc.AppendResultStart(dst, c.ID))
+		} else {
+			run(0)
+		}
 	} else {
 		sem := make(chan struct{}, maxBatchParallel)
 		var wg sync.WaitGroup
@@ -213,6 +221,9 @@ func refundable(err error) bool {
 // appendOutcome writes one response object. For a single call the status
 // follows the error; inside a batch it is always 200.
 func (g *Gateway) appendOutcome(dst []byte, id jsontext.Value, out outcome, single bool) ([]byte, int) {
+	if out.err == nil && out.framed != nil {
+		return jsonrpc.AppendResultEnd(out.framed), 200
+	}
 	if out.err == nil {
 		return jsonrpc.AppendResult(dst, id, out.result), 200
 	}
@@ -252,17 +263,22 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 	return prepared{m: m, params: params}, nil
 }
 
-// forward serves one prepared call from the cache or the upstream.
-func (g *Gateway) forward(ctx context.Context, rq request, p prepared) outcome {
+// forward serves one prepared call from the cache or the upstream. With
+// frame set, the result is appended to it and the outcome is framed (see
+// outcome).
+func (g *Gateway) forward(ctx context.Context, rq request, p prepared, frame []byte) outcome {
 	m, params := p.m, p.params
 	var key string
 	if g.cache != nil && m.Cacheable != nil {
 		key = upstream.Key(rq.net.Name, m.Name, params)
 		if res, ok := g.cache.Get(key); ok {
+			if frame != nil {
+				return outcome{result: res, framed: append(frame, res...)}
+			}
 			return outcome{result: res}
 		}
 	}
-	res, err := rq.net.Upstream.Call(ctx, m.Name, params)
+	full, err := rq.net.Upstream.Call(ctx, m.Name, params, frame)
 	if err != nil {
 		var up *portico.UpstreamError
 		if errors.As(err, &up) {
@@ -270,11 +286,15 @@ func (g *Gateway) forward(ctx context.Context, rq request, p prepared) outcome {
 		}
 		return outcome{err: err}
 	}
+	res := full[len(frame):]
 	if key != "" && m.Cacheable(params, res) {
 		g.cache.Set(key, res)
 	}
 	if g.log.Enabled(ctx, slog.LevelDebug) {
 		g.log.Debug("call", "network", rq.net.Name, "method", m.Name, "key", rq.id.Name, "bytes", len(res))
+	}
+	if frame != nil {
+		return outcome{result: res, framed: full}
 	}
 	return outcome{result: res}
 }

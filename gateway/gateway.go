@@ -30,9 +30,10 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, key string) (apikey.Identity, error)
 }
 
-// Caller sends a call upstream; *upstream.Pool is one.
+// Caller sends a call upstream and appends its result to dst;
+// *upstream.Pool is one.
 type Caller interface {
-	Call(ctx context.Context, method string, params jsontext.Value) (jsontext.Value, error)
+	Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error)
 }
 
 var (

@@ -11,12 +11,21 @@ var nullID = []byte("null")
 // AppendResult appends a success response. id and result are raw JSON and are
 // copied byte for byte; a nil id is written as null.
 func AppendResult(dst, id, result []byte) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = appendID(dst, id)
-	dst = append(dst, `,"result":`...)
+	dst = AppendResultStart(dst, id)
 	dst = append(dst, result...)
 	return append(dst, '}')
 }
+
+// AppendResultStart appends a success response up to its result: the
+// caller appends the result and then AppendResultEnd.
+func AppendResultStart(dst, id []byte) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = appendID(dst, id)
+	return append(dst, `,"result":`...)
+}
+
+// AppendResultEnd closes a response begun by AppendResultStart.
+func AppendResultEnd(dst []byte) []byte { return append(dst, '}') }
 
 // AppendError appends an error response.
 func AppendError(dst, id []byte, e *Error) []byte {

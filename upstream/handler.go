@@ -44,7 +44,7 @@ const embeddedURL = "http://embedded.invalid/"
 // goroutine so that a call still ends at its deadline if the handler does
 // not watch its context; a panic in it is a failure of this node, not of
 // the gateway.
-func (n *Handler) Call(ctx context.Context, method string, params jsontext.Value) (jsontext.Value, error) {
+func (n *Handler) Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error) {
 	if n.allow != nil && !n.allow(method) {
 		// geth's words for a method outside its enabled namespaces.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the method " + method + " does not exist/is not available"}
@@ -89,8 +89,11 @@ func (n *Handler) Call(ctx context.Context, method string, params jsontext.Value
 	if r.Error != nil {
 		return nil, r.Error
 	}
-	// The buffer is this call's own: the result aliases it, uncopied.
-	return r.Result, nil
+	if dst == nil {
+		// The buffer is this call's own: the result may alias it.
+		return r.Result, nil
+	}
+	return append(dst, r.Result...), nil
 }
 
 // Close does nothing: the handler's owner stops it.

@@ -41,25 +41,30 @@ func TestHandlerNode(t *testing.T) {
 	node := upstream.NewHandler(h, func(m string) bool { return !strings.HasPrefix(m, "admin_") }, &upstream.Options{MaxResponseBytes: 1024})
 
 	ctx := context.Background()
-	res, err := node.Call(ctx, "ok", []byte(`[1]`))
+	res, err := node.Call(ctx, "ok", []byte(`[1]`), nil)
 	if err != nil || string(res) != `{"echo":{"jsonrpc":"2.0","id":1,"method":"ok","params":[1]}}` {
 		t.Fatalf("ok: %s, %v", res, err)
 	}
+	// The result lands after what the caller's buffer holds.
+	res, err = node.Call(ctx, "ok", []byte(`[2]`), []byte(`{"id":7,"result":`))
+	if err != nil || string(res) != `{"id":7,"result":{"echo":{"jsonrpc":"2.0","id":1,"method":"ok","params":[2]}}` {
+		t.Fatalf("ok into a buffer: %s, %v", res, err)
+	}
 	var rpcErr *jsonrpc.Error
-	if _, err := node.Call(ctx, "fail", nil); !errors.As(err, &rpcErr) || rpcErr.Code != -32000 || rpcErr.Message != "header not found" {
+	if _, err := node.Call(ctx, "fail", nil, nil); !errors.As(err, &rpcErr) || rpcErr.Code != -32000 || rpcErr.Message != "header not found" {
 		t.Fatalf("fail: %v", err)
 	}
-	if _, err := node.Call(ctx, "admin_startHTTP", nil); !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeMethodNotFound {
+	if _, err := node.Call(ctx, "admin_startHTTP", nil, nil); !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeMethodNotFound {
 		t.Fatalf("filtered method: %v", err)
 	}
 	for _, m := range []string{"busy", "panic", "big", "junk"} {
-		if _, err := node.Call(ctx, m, nil); !errors.Is(err, portico.ErrUpstreamUnavailable) {
+		if _, err := node.Call(ctx, m, nil, nil); !errors.Is(err, portico.ErrUpstreamUnavailable) {
 			t.Errorf("%s: got %v, want an unavailable node", m, err)
 		}
 	}
 	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if _, err := node.Call(dctx, "hang", nil); !errors.Is(err, portico.ErrUpstreamTimeout) {
+	if _, err := node.Call(dctx, "hang", nil, nil); !errors.Is(err, portico.ErrUpstreamTimeout) {
 		t.Errorf("hang: got %v, want a timeout", err)
 	}
 }

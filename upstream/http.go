@@ -72,8 +72,8 @@ func NewHTTP(rawURL string, opts *Options) *HTTP {
 	return h
 }
 
-// Call posts one request and returns the result bytes.
-func (h *HTTP) Call(ctx context.Context, method string, params jsontext.Value) (jsontext.Value, error) {
+// Call posts one request and appends the result bytes to dst.
+func (h *HTTP) Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error) {
 	if h.client.Addr == "" {
 		return nil, unavailable(errors.New("bad node URL"))
 	}
@@ -113,8 +113,8 @@ func (h *HTTP) Call(ctx context.Context, method string, params jsontext.Value) (
 		return nil, r.Error
 	}
 	// The response's buffer goes back to fasthttp's pool: the result is
-	// the one copy that outlives the call.
-	return append(jsontext.Value(nil), r.Result...), nil
+	// copied once, into the caller's buffer.
+	return append(dst, r.Result...), nil
 }
 
 // Close releases idle connections.

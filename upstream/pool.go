@@ -95,9 +95,10 @@ func NewPool(cfg PoolConfig) *Pool {
 // Len returns the number of nodes.
 func (p *Pool) Len() int { return len(p.members) }
 
-// Call sends a call to the pool's nodes until one answers. Errors other than
-// a node's JSON-RPC error are *portico.UpstreamError.
-func (p *Pool) Call(caller context.Context, method string, params jsontext.Value) (jsontext.Value, error) {
+// Call sends a call to the pool's nodes until one answers, and appends the
+// result to dst (see Node). Errors other than a node's JSON-RPC error are
+// *portico.UpstreamError.
+func (p *Pool) Call(caller context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error) {
 	if len(p.members) == 0 {
 		return nil, &portico.UpstreamError{Network: p.network, Err: portico.ErrNoUpstream}
 	}
@@ -110,7 +111,7 @@ func (p *Pool) Call(caller context.Context, method string, params jsontext.Value
 			break
 		}
 		actx, acancel := context.WithDeadline(caller, minTime(deadline, time.Now().Add(p.attempt)))
-		res, err := m.Node.Call(actx, method, params)
+		res, err := m.Node.Call(actx, method, params, dst)
 		var rpcErr *jsonrpc.Error
 		if err == nil || errors.As(err, &rpcErr) {
 			acancel()

@@ -19,12 +19,15 @@ import (
 	"github.com/porticohq/portico"
 )
 
-// Node sends one call to one node. Call returns the result bytes as the node
-// sent them, or an error: a *jsonrpc.Error when the node answered with a
-// JSON-RPC error (passed on to the client as is), anything else when the node
-// could not be asked or its answer was unusable.
+// Node sends one call to one node. Call appends the result bytes, as the
+// node sent them, to dst and returns the extended slice, so that a caller
+// can have them land in its response buffer with no copy of its own; or it
+// returns an error: a *jsonrpc.Error when the node answered with a JSON-RPC
+// error (passed on to the client as is), anything else when the node could
+// not be asked or its answer was unusable. On an error the bytes of dst
+// past its length may have been written.
 type Node interface {
-	Call(ctx context.Context, method string, params jsontext.Value) (jsontext.Value, error)
+	Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error)
 	Close() error
 }
 

@@ -86,7 +86,7 @@ func TestWebSocketNode(t *testing.T) {
 	for i := range 20 {
 		wg.Go(func() {
 			params := jsontext.Value(fmt.Sprintf("[%d]", (20-i)*2))
-			res, err := node.Call(ctx, "echo", params)
+			res, err := node.Call(ctx, "echo", params, nil)
 			if err != nil || string(res) != string(params) {
 				t.Errorf("call %d: %s, %v", i, res, err)
 			}
@@ -94,18 +94,18 @@ func TestWebSocketNode(t *testing.T) {
 	}
 	wg.Wait()
 
-	_, err = node.Call(ctx, "fail", jsontext.Value("[0]"))
+	_, err = node.Call(ctx, "fail", jsontext.Value("[0]"), nil)
 	var rpcErr *jsonrpc.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Code != -32000 || rpcErr.Message != "boom" {
 		t.Fatalf("fail: %v", err)
 	}
 
 	// A broken connection fails its calls; the next call dials again.
-	_, err = node.Call(ctx, "drop", nil)
+	_, err = node.Call(ctx, "drop", nil, nil)
 	if !errors.Is(err, portico.ErrUpstreamUnavailable) {
 		t.Fatalf("drop: %v", err)
 	}
-	if res, err := node.Call(ctx, "echo", jsontext.Value("[1]")); err != nil || string(res) != "[1]" {
+	if res, err := node.Call(ctx, "echo", jsontext.Value("[1]"), nil); err != nil || string(res) != "[1]" {
 		t.Fatalf("after redial: %s, %v", res, err)
 	}
 }
@@ -135,7 +135,7 @@ func TestPool(t *testing.T) {
 		Now:     func() time.Time { return now },
 	})
 	call := func() string {
-		res, err := pool.Call(context.Background(), "m", nil)
+		res, err := pool.Call(context.Background(), "m", nil, nil)
 		if err != nil {
 			return "error: " + err.Error()
 		}
@@ -175,7 +175,7 @@ func TestPool(t *testing.T) {
 
 	// A JSON-RPC error is an answer: no failover, no bench.
 	rpcPool := upstream.NewPool(upstream.PoolConfig{Network: "n", Members: []upstream.Member{mk("rpc"), mk("b")}})
-	_, err := rpcPool.Call(context.Background(), "m", nil)
+	_, err := rpcPool.Call(context.Background(), "m", nil, nil)
 	var rpcErr *jsonrpc.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Message != "execution reverted" || calls["rpc"] != 1 {
 		t.Fatalf("rpc error: %v, calls %v", err, calls)
@@ -184,5 +184,7 @@ func TestPool(t *testing.T) {
 
 type nodeFunc func() (jsontext.Value, error)
 
-func (f nodeFunc) Call(context.Context, string, jsontext.Value) (jsontext.Value, error) { return f() }
-func (f nodeFunc) Close() error                                                         { return nil }
+func (f nodeFunc) Call(context.Context, string, jsontext.Value, []byte) (jsontext.Value, error) {
+	return f()
+}
+func (f nodeFunc) Close() error { return nil }

@@ -51,7 +51,7 @@ func NewWebSocket(rawURL string, opts *Options) *WebSocket {
 }
 
 // Call sends one request on the shared connection and waits for its answer.
-func (w *WebSocket) Call(ctx context.Context, method string, params jsontext.Value) (jsontext.Value, error) {
+func (w *WebSocket) Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error) {
 	conn, id, err := w.connect(ctx)
 	if err != nil {
 		return nil, classify(ctx, err)
@@ -73,7 +73,13 @@ func (w *WebSocket) Call(ctx context.Context, method string, params jsontext.Val
 	}
 	select {
 	case r := <-ch:
-		return r.result, r.err
+		if r.err != nil {
+			return nil, r.err
+		}
+		if dst == nil {
+			return r.result, nil // the message is this call's own
+		}
+		return append(dst, r.result...), nil
 	case <-ctx.Done():
 		conn.forget(id)
 		return nil, classify(ctx, ctx.Err())
