@@ -120,7 +120,9 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		}
 	}
 
-	run := func(i int) {
+	// run serves call i; a non-nil frame is where its response starts
+	// (see outcome.framed).
+	run := func(i int, frame []byte) {
 		if outs[i].err != nil {
 			return
 		}
@@ -128,14 +130,14 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			outs[i] = g.credits(ctx, rq)
 			return
 		}
-		outs[i] = g.forward(ctx, rq, preps[i], nil)
+		outs[i] = g.forward(ctx, rq, preps[i], frame)
 	}
 	if len(calls) == 1 {
-		if c := &calls[0]; outs[0].err == nil && !preps[0].local && !c.IsNotification() {
-			outs[0] = g.forward(ctx, rq, preps[0], jsonrpc.AppendResultStart(dst, c.ID))
-		} else {
-			run(0)
+		var frame []byte
+		if c := &calls[0]; !c.IsNotification() {
+			frame = jsonrpc.AppendResultStart(dst, c.ID)
 		}
+		run(0, frame)
 	} else {
 		sem := make(chan struct{}, maxBatchParallel)
 		var wg sync.WaitGroup
@@ -145,7 +147,7 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			}
 			sem <- struct{}{}
 			wg.Go(func() {
-				run(i)
+				run(i, nil)
 				<-sem
 			})
 		}

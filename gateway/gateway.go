@@ -172,10 +172,9 @@ func (g *Gateway) NewServer(h fasthttp.RequestHandler) *fasthttp.Server {
 		IdleTimeout:           g.limits.IdleTimeout,
 		NoDefaultServerHeader: true,
 		NoDefaultContentType:  true,
-		// Keys sit in the path: keep it as sent, and never let fasthttp
-		// log a request line.
-		DisablePreParseMultipartForm: true,
-		Logger:                       fasthttpLogger{g.log},
+		// fasthttp's messages can quote a request line, which holds the
+		// key: the logger masks it.
+		Logger: fasthttpLogger{g.log},
 		// Concurrency 0 means fasthttp's default (256 Ki); the gateway's
 		// own connection limit sits in Listener.
 		CloseOnShutdown: true,

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"mime"
 	"net"
-	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -96,7 +95,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed *Network) {
 	// start a goroutine); upstream calls are bounded by their timeouts.
 	out, status, info := g.handle(context.Background(), rq, body, ctx.Response.SwapBody(nil)[:0])
 	if info.bill != nil {
-		creditHeaders(&ctx.Response.Header, info.bill)
+		creditHeaders(ctx.Response.Header.Set, info.bill)
 	}
 	if info.retryAfter > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.FormatInt(int64(max(time.Second, info.retryAfter+time.Second-1)/time.Second), 10))
@@ -112,18 +111,12 @@ const (
 )
 
 // creditHeaders tells the client what the request cost and what is left.
-func creditHeaders(h *fasthttp.ResponseHeader, b *metering.Bill) {
-	h.Set(HeaderCreditsUsed, strconv.FormatInt(b.Charged, 10))
-	h.Set(HeaderCreditsRemaining, strconv.FormatInt(b.Remaining(), 10))
-	h.Set(HeaderCreditsReset, b.ResetAt.Format(time.RFC3339))
-}
-
-// creditHeadersHTTP is creditHeaders for the WebSocket handshake, which
-// is answered through net/http's interfaces.
-func creditHeadersHTTP(h http.Header, b *metering.Bill) {
-	h.Set(HeaderCreditsUsed, strconv.FormatInt(b.Charged, 10))
-	h.Set(HeaderCreditsRemaining, strconv.FormatInt(b.Remaining(), 10))
-	h.Set(HeaderCreditsReset, b.ResetAt.Format(time.RFC3339))
+// set is the header setter of either HTTP stack: fasthttp's for calls,
+// net/http's for the WebSocket handshake.
+func creditHeaders(set func(key, value string), b *metering.Bill) {
+	set(HeaderCreditsUsed, strconv.FormatInt(b.Charged, 10))
+	set(HeaderCreditsRemaining, strconv.FormatInt(b.Remaining(), 10))
+	set(HeaderCreditsReset, b.ResetAt.Format(time.RFC3339))
 }
 
 // allowed applies a key's network and Origin allowlists.
@@ -188,7 +181,7 @@ func (g *Gateway) fail(ctx *fasthttp.RequestCtx, err error, start time.Time) {
 // request: a body over the limit, a client too slow to send it, a request
 // it could not parse. The answer follows docs/errors.md like any other.
 func (g *Gateway) serverError(ctx *fasthttp.RequestCtx, err error) {
-	var e error = err
+	var e error
 	var ne net.Error
 	var small *fasthttp.ErrSmallBuffer
 	switch {
@@ -203,9 +196,6 @@ func (g *Gateway) serverError(ctx *fasthttp.RequestCtx, err error) {
 		// detail from the HTTP parser (it may quote the request line,
 		// which holds the key).
 		e = &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "parse error: malformed HTTP request"}
-		ctx.SetConnectionClose()
-		g.write(ctx, fasthttp.StatusBadRequest, jsonrpc.AppendError(nil, nil, e.(*jsonrpc.Error)), request{}, time.Now())
-		return
 	}
 	ctx.SetConnectionClose()
 	g.fail(ctx, e, time.Now())

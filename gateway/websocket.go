@@ -136,7 +136,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		// The handshake tells the balance; each call's cost is in the
 		// method table, and portico_getCredits answers the balance later.
 		if b, err := g.meter.Balance(r.Context(), rq.id); err == nil {
-			creditHeadersHTTP(w.Header(), &b)
+			creditHeaders(w.Header().Set, &b)
 		}
 	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{

@@ -115,7 +115,7 @@ func trivial(ctx context.Context, c *cli) error {
 	}
 	defer gw.stop()
 	targets := []target{
-		{"eth_getTransactionByBlockHashAndIndex", "evm", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByBlockHashAndIndex","params":["0x9f0c3e9c5e3c4d1e8a3f1b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e","0x0"]}`)},
+		txLookup("0x9f0c3e9c5e3c4d1e8a3f1b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e"),
 		{fmt.Sprintf("getBlock (%d KB result)", len(block)>>10), "solana", []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"getBlock","params":[%d,{"encoding":"json","maxSupportedTransactionVersion":0}]}`, fixturenode.SlotSolders))},
 	}
 	if err := measure(ctx, c, "trivial upstream", upURL, gw, targets); err != nil {
@@ -154,7 +154,7 @@ func meteringSetup(ctx context.Context, c *cli) error {
 		return err
 	}
 	defer off.stop()
-	targets := []target{{"eth_getTransactionByBlockHashAndIndex", "evm", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByBlockHashAndIndex","params":["0x9f0c3e9c5e3c4d1e8a3f1b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e","0x0"]}`)}}
+	targets := []target{txLookup("0x9f0c3e9c5e3c4d1e8a3f1b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e")}
 	fmt.Println()
 	fmt.Println("| metering | request | off req/s | on req/s | ratio | off p50 | on p50 | added p50 | off p99 | on p99 | added p99 |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -245,9 +245,7 @@ func gethEmbedded(ctx context.Context, c *cli) error {
 	if err != nil {
 		return err
 	}
-	targets := []target{
-		{"eth_getTransactionByBlockHashAndIndex", "evm", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByBlockHashAndIndex","params":["` + hash + `","0x0"]}`)},
-	}
+	targets := []target{txLookup(hash)}
 	return measure(ctx, c, "embedded geth (in portico)", direct, gw, targets)
 }
 
@@ -286,9 +284,7 @@ func geth(ctx context.Context, c *cli) error {
 		return err
 	}
 	defer gw.stop()
-	targets := []target{
-		{"eth_getTransactionByBlockHashAndIndex", "evm", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByBlockHashAndIndex","params":["` + hash + `","0x0"]}`)},
-	}
+	targets := []target{txLookup(hash)}
 	return measure(ctx, c, "geth in another process, over HTTP", nodeURL, gw, targets)
 }
 
@@ -312,6 +308,13 @@ func blockWithTransactions(ctx context.Context, nodeURL string) (string, error) 
 		}
 	}
 	return "", fmt.Errorf("the devnet sealed no block with transactions in a minute")
+}
+
+// txLookup is the EVM call every setup measures: the first transaction of
+// a block, by the block's hash.
+func txLookup(blockHash string) target {
+	return target{"eth_getTransactionByBlockHashAndIndex", "evm",
+		[]byte(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByBlockHashAndIndex","params":["` + blockHash + `","0x0"]}`)}
 }
 
 // measure alternates direct and gateway rounds per target and prints the
