@@ -6,8 +6,31 @@ import (
 	"time"
 )
 
-// Sentinel errors of the gateway. The edge maps each to a JSON-RPC code and
-// an HTTP status (see docs/errors.md); the text here is for logs.
+// Portico's own JSON-RPC error codes, the range -32040 to -32059 plus the
+// -32005 that hosted providers use for limits. They are defined here and
+// nowhere else; jsonrpc.ErrorFor maps every error to its code and HTTP
+// status in one function, and docs/errors.md is the table a test keeps in
+// step with it.
+const (
+	CodeLimitExceeded     = -32005
+	CodeUnauthorized      = -32040
+	CodeForbidden         = -32041
+	CodeBodyTooLarge      = -32042
+	CodeBatchTooLarge     = -32043
+	CodeTooManyConns      = -32044
+	CodeUpstreamDown      = -32045
+	CodeUpstreamTimeout   = -32046
+	CodeClientTimeout     = -32047
+	CodeNetworkUnknown    = -32048
+	CodeWrongContentType  = -32049
+	CodeMethodNotAllowed  = -32050
+	CodeWSMessageTooLarge = -32051
+	CodeMeteringDown      = -32052
+	CodeHeadersTooLarge   = -32053
+)
+
+// Sentinel errors of the gateway. jsonrpc.ErrorFor maps each to a JSON-RPC
+// code and an HTTP status (see docs/errors.md); the text here is for logs.
 var (
 	// ErrKeyMissing means the URL path carries no API key.
 	ErrKeyMissing = errors.New("portico: API key missing")
@@ -30,6 +53,11 @@ var (
 	// ErrMeteringUnavailable means calls cannot be charged (the counter or
 	// the journal failed), so they are refused rather than served unbilled.
 	ErrMeteringUnavailable = errors.New("portico: metering unavailable")
+	// ErrWrongContentType means a POST did not carry application/json.
+	ErrWrongContentType = errors.New("portico: Content-Type must be application/json")
+	// ErrHTTPMethod means an HTTP method other than POST (or OPTIONS)
+	// reached a JSON-RPC endpoint.
+	ErrHTTPMethod = errors.New("portico: HTTP method must be POST")
 )
 
 // ParamsError reports params that break a method's rules. It answers -32602,
@@ -60,7 +88,7 @@ func (e *ParamsError) Error() string {
 	return "invalid params: " + e.Reason
 }
 
-// ErrorCode returns -32602.
+// ErrorCode returns -32602, JSON-RPC's invalid params.
 func (e *ParamsError) ErrorCode() int { return -32602 }
 
 // MethodNotFoundError reports a method that is neither in the family's table
@@ -74,7 +102,7 @@ func (e *MethodNotFoundError) Error() string {
 	return fmt.Sprintf("the method %s does not exist/is not available", e.Method)
 }
 
-// ErrorCode returns -32601.
+// ErrorCode returns -32601, JSON-RPC's method not found.
 func (e *MethodNotFoundError) ErrorCode() int { return -32601 }
 
 // LimitError reports a request that exceeds one of the gateway's size or
@@ -173,8 +201,9 @@ func (e *QuotaError) Error() string {
 		e.Key, e.Cost, e.Remaining, e.Daily, e.ResetAt.UTC().Format(time.RFC3339))
 }
 
-// ErrorCode returns -32005, the code hosted providers use for limits.
-func (e *QuotaError) ErrorCode() int { return -32005 }
+// ErrorCode returns CodeLimitExceeded, the code hosted providers use for
+// limits.
+func (e *QuotaError) ErrorCode() int { return CodeLimitExceeded }
 
 // ForbiddenError reports a call that the key's allowlists do not permit.
 type ForbiddenError struct {

@@ -63,11 +63,11 @@ type billing struct {
 func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]byte, int, billing) {
 	calls, batch, derr := jsonrpc.Decode(body)
 	if derr != nil {
-		e, status, _ := wireError(derr)
+		e, status, _ := jsonrpc.ErrorFor(derr)
 		return jsonrpc.AppendError(dst, nil, e), status, billing{}
 	}
 	if batch && len(calls) > g.limits.MaxBatch {
-		e, status, _ := wireError(&portico.LimitError{Limit: portico.LimitBatch, Max: int64(g.limits.MaxBatch), Got: int64(len(calls))})
+		e, status, _ := jsonrpc.ErrorFor(&portico.LimitError{Limit: portico.LimitBatch, Max: int64(g.limits.MaxBatch), Got: int64(len(calls))})
 		return jsonrpc.AppendError(dst, nil, e), status, billing{}
 	}
 
@@ -216,7 +216,7 @@ func refundable(err error) bool {
 	case errors.As(err, &rpcErr), errors.Is(err, context.Canceled):
 		return false
 	}
-	_, _, known := wireError(err)
+	_, _, known := jsonrpc.ErrorFor(err)
 	return !known
 }
 
@@ -229,7 +229,7 @@ func (g *Gateway) appendOutcome(dst []byte, id jsontext.Value, out outcome, sing
 	if out.err == nil {
 		return jsonrpc.AppendResult(dst, id, out.result), 200
 	}
-	e, status, known := wireError(out.err)
+	e, status, known := jsonrpc.ErrorFor(out.err)
 	if !known && !errors.Is(out.err, context.Canceled) {
 		g.log.Error("internal error", "err", out.err)
 	}

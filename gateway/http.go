@@ -81,11 +81,11 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed *Network) {
 		return
 	default:
 		ctx.Response.Header.Set("Allow", "POST, OPTIONS")
-		g.write(ctx, fasthttp.StatusMethodNotAllowed, jsonrpc.AppendError(nil, nil, errMethodNotAllowed), rq, start)
+		g.write(ctx, fasthttp.StatusMethodNotAllowed, errorBody(portico.ErrHTTPMethod), rq, start)
 		return
 	}
 	if !isJSON(ctx.Request.Header.ContentType()) {
-		g.write(ctx, fasthttp.StatusUnsupportedMediaType, jsonrpc.AppendError(nil, nil, errWrongContentType), rq, start)
+		g.write(ctx, fasthttp.StatusUnsupportedMediaType, errorBody(portico.ErrWrongContentType), rq, start)
 		return
 	}
 	body := ctx.PostBody()
@@ -166,7 +166,7 @@ func originAllowed(list []string, origin string) bool {
 
 // fail answers a request that was refused before its body was served.
 func (g *Gateway) fail(ctx *fasthttp.RequestCtx, err error, start time.Time) {
-	e, status, known := wireError(err)
+	e, status, known := jsonrpc.ErrorFor(err)
 	if !known {
 		g.log.Error("request failed", "path", redactPath(string(ctx.Path())), "err", err)
 	}
@@ -175,6 +175,12 @@ func (g *Gateway) fail(ctx *fasthttp.RequestCtx, err error, start time.Time) {
 	}
 	cors(&ctx.Response.Header)
 	g.write(ctx, status, jsonrpc.AppendError(ctx.Response.SwapBody(nil)[:0], nil, e), request{}, start)
+}
+
+// errorBody is the response body of a request refused with err.
+func errorBody(err error) []byte {
+	e, _, _ := jsonrpc.ErrorFor(err)
+	return jsonrpc.AppendError(nil, nil, e)
 }
 
 // serverError answers what fasthttp refused before the gateway saw the

@@ -37,7 +37,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 // refuse answers a connection over the limit and closes it.
 func refuse(c net.Conn, max int64) {
 	defer c.Close()
-	e, status, _ := wireError(&portico.LimitError{Limit: portico.LimitConnections, Max: max})
+	e, status, _ := jsonrpc.ErrorFor(&portico.LimitError{Limit: portico.LimitConnections, Max: max})
 	body := jsonrpc.AppendError(nil, nil, e)
 	head := "HTTP/1.1 " + strconv.Itoa(status) + " Service Unavailable\r\n" +
 		"Content-Type: application/json\r\nConnection: close\r\nRetry-After: 1\r\n" +

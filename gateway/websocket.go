@@ -120,7 +120,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 	max := int64(g.limits.MaxWSConnections)
 	if g.wsConns.Add(1) > max {
 		g.wsConns.Add(-1)
-		e, status, _ := wireError(&portico.LimitError{Limit: portico.LimitConnections, Max: max})
+		e, status, _ := jsonrpc.ErrorFor(&portico.LimitError{Limit: portico.LimitConnections, Max: max})
 		body := jsonrpc.AppendError(nil, nil, e)
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set("Content-Type", "application/json")
@@ -177,7 +177,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 			break
 		}
 		if int64(len(body)) > msgMax {
-			e, _, _ := wireError(&portico.LimitError{Limit: portico.LimitWSMessage, Max: msgMax})
+			e, _, _ := jsonrpc.ErrorFor(&portico.LimitError{Limit: portico.LimitWSMessage, Max: msgMax})
 			_ = c.Write(ctx, websocket.MessageText, jsonrpc.AppendError(nil, nil, e))
 			c.Close(websocket.StatusMessageTooBig, e.Message)
 			break

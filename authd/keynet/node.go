@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -14,9 +13,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+
 	"github.com/porticohq/portico/auth/eccrypto"
 	"github.com/porticohq/portico/authd/idtoken"
+	"github.com/porticohq/portico/jsonrpc"
 )
 
 // Storage is what a node keeps; *Store implements it on SQLite and
@@ -63,6 +66,8 @@ type Node struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	rpc *jsonrpc.Server
+
 	mu       sync.Mutex
 	sessions map[string]*dkgSession
 }
@@ -93,11 +98,13 @@ func NewNode(cfg NodeConfig, store Storage, opts NodeOptions) (*Node, error) {
 		opts.Logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Node{
+	n := &Node{
 		cfg: cfg, key: key, store: store, verifiers: reg, http: opts.HTTPClient,
 		log: opts.Logger.With("network", cfg.Network.Name, "node", cfg.Index), now: opts.Now,
 		ctx: ctx, cancel: cancel, sessions: map[string]*dkgSession{},
-	}, nil
+	}
+	n.rpc = jsonrpc.NewServer(n, jsonrpc.ServerOptions{Limits: jsonrpc.Limits{MaxBodyBytes: maxRequestBytes}, Logger: n.log})
+	return n, nil
 }
 
 // Index is the node's index.
@@ -107,43 +114,28 @@ func (n *Node) Index() int { return n.cfg.Index }
 // assignments in progress.
 func (n *Node) Close() error {
 	n.cancel()
+	n.rpc.Close()
 	n.wg.Wait()
 	n.http.CloseIdleConnections()
 	return nil
 }
 
-// Handler serves the node's JSON-RPC API (POST, any path).
-func (n *Node) Handler() http.Handler { return http.HandlerFunc(n.serveHTTP) }
+// Handler serves the node's JSON-RPC API (POST, any path) through the
+// shared jsonrpc.Server.
+func (n *Node) Handler() http.Handler { return n.rpc }
 
-func (n *Node) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		http.Error(w, "POST a JSON-RPC request", http.StatusMethodNotAllowed)
-		return
+// ServeRPC answers one call: the node's jsonrpc.Handler. Results are
+// encoded with encoding/json, whose rules the wire types are written for.
+func (n *Node) ServeRPC(ctx context.Context, method string, params jsontext.Value) (any, error) {
+	result, rerr := n.dispatch(ctx, method, json.RawMessage(params))
+	if rerr != nil {
+		return nil, &jsonrpc.Error{Code: rerr.Code, Message: rerr.Message}
 	}
-	var req rpcRequest
-	resp := rpcResponse{JSONRPC: "2.0", ID: json.RawMessage("null")}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
-	switch {
-	case err != nil || len(body) > maxRequestBytes:
-		resp.Error = &RPCError{CodeInvalidRequest, "request body unreadable or larger than 1 MiB"}
-	case json.Unmarshal(body, &req) != nil:
-		resp.Error = &RPCError{CodeParse, "request is not JSON"}
-	case req.JSONRPC != "2.0" || req.Method == "":
-		resp.Error = &RPCError{CodeInvalidRequest, "want a JSON-RPC 2.0 request with a method"}
-	default:
-		if req.ID != nil {
-			resp.ID = req.ID
-		}
-		result, rerr := n.dispatch(r.Context(), req.Method, req.Params)
-		if rerr != nil {
-			resp.Error = rerr
-		} else {
-			resp.Result, _ = json.Marshal(result)
-		}
+	b, err := json.Marshal(result)
+	if err != nil {
+		return nil, err
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(resp)
+	return json.RawMessage(b), nil
 }
 
 func (n *Node) dispatch(ctx context.Context, method string, params json.RawMessage) (any, *RPCError) {

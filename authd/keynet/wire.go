@@ -22,7 +22,7 @@ const MessagePrefix = "mug00"
 // fieldSep separates the fields of signed commitment data (ASCII FS).
 const fieldSep = "\x1c"
 
-// rpcRequest is a JSON-RPC 2.0 request.
+// rpcRequest is a JSON-RPC 2.0 request, as the client sends it.
 type rpcRequest struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
@@ -30,7 +30,7 @@ type rpcRequest struct {
 	Params  json.RawMessage `json:"params"`
 }
 
-// rpcResponse is a JSON-RPC 2.0 response.
+// rpcResponse is a JSON-RPC 2.0 response, as the client reads it.
 type rpcResponse struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`

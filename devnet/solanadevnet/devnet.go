@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/gagliardetto/solana-go"
+
+	"github.com/porticohq/portico/jsonrpc"
 )
 
 // Config configures a devnet. The zero value is a working devnet.
@@ -101,6 +103,7 @@ type Devnet struct {
 	started bool
 	closed  bool
 
+	rpc    *jsonrpc.Server
 	srv    *http.Server
 	url    string
 	cancel context.CancelFunc
@@ -170,6 +173,7 @@ func New(cfg Config) (*Devnet, error) {
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
+	d.rpc = jsonrpc.NewServer(d, jsonrpc.ServerOptions{Limits: limits, Logger: d.log})
 	d.rng = rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	return d, nil
 }
@@ -276,6 +280,7 @@ func (d *Devnet) Close() error {
 	if d.cancel != nil {
 		d.cancel()
 	}
+	d.rpc.Close() // WebSocket connections: Shutdown leaves hijacked ones
 	if d.srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err = d.srv.Shutdown(ctx)

@@ -161,6 +161,7 @@ func TestBatchAndNotifications(t *testing.T) {
 	post := func(body string) string {
 		rec := &recorder{header: http.Header{}}
 		req, _ := http.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		d.Handler().ServeHTTP(rec, req)
 		return rec.body.String()
 	}

@@ -1,7 +1,7 @@
 package solanadevnet
 
 import (
-	"io"
+	"context"
 	"net/http"
 
 	"github.com/go-json-experiment/json"
@@ -61,79 +61,25 @@ func lookup(name string) method {
 	return nil
 }
 
-// Handler returns the JSON-RPC 2.0 handler: HTTP POST, single calls and
-// batches. Before Start (or after Close) every call fails with an internal
-// error that says the devnet is not running.
-func (d *Devnet) Handler() http.Handler {
-	return http.HandlerFunc(d.serveHTTP)
-}
+// limits are the devnet's server limits: a batch of large transactions
+// fits in a body.
+var limits = jsonrpc.Limits{MaxBodyBytes: maxBodyBytes, MaxBatch: maxBatch}
 
-func (d *Devnet) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "JSON-RPC wants POST", http.StatusMethodNotAllowed)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		writeJSON(w, http.StatusRequestEntityTooLarge, jsonrpc.AppendError(nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "request body too large"}))
-		return
-	}
-	writeJSON(w, http.StatusOK, d.serve(body))
-}
-
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(body)
-}
+// Handler returns the JSON-RPC 2.0 handler: HTTP POST (single calls and
+// batches) and WebSocket, through the shared jsonrpc.Server. Before Start
+// (or after Close) every call fails with an internal error that says the
+// devnet is not running.
+func (d *Devnet) Handler() http.Handler { return d.rpc }
 
 // serve answers a request body; it returns nil when only notifications
 // came.
 func (d *Devnet) serve(body []byte) []byte {
-	calls, batch, derr := jsonrpc.Decode(body)
-	if derr != nil {
-		return jsonrpc.AppendError(nil, nil, derr)
-	}
-	if batch && len(calls) > maxBatch {
-		return jsonrpc.AppendError(nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request: batch of more than 1000 calls"})
-	}
-	var out []byte
-	if batch {
-		out = append(out, '[')
-	}
-	n := 0
-	for _, c := range calls {
-		if c.Err == nil && c.IsNotification() {
-			d.call(c.Method, c.Params) // run it, answer nothing
-			continue
-		}
-		if n > 0 {
-			out = append(out, ',')
-		}
-		n++
-		if c.Err != nil {
-			out = jsonrpc.AppendError(out, c.ID, c.Err)
-			continue
-		}
-		result, e := d.call(c.Method, c.Params)
-		if e != nil {
-			out = jsonrpc.AppendError(out, c.ID, e)
-		} else {
-			out = jsonrpc.AppendResult(out, c.ID, result)
-		}
-	}
-	if batch {
-		if n == 0 {
-			return nil
-		}
-		out = append(out, ']')
-	}
+	out, _ := d.rpc.Serve(context.Background(), body, nil)
 	return out
 }
 
-// call runs one method and encodes its result.
-func (d *Devnet) call(name string, params jsontext.Value) (jsontext.Value, *jsonrpc.Error) {
+// ServeRPC answers one call: the jsonrpc.Handler of the devnet's server.
+func (d *Devnet) ServeRPC(_ context.Context, name string, params jsontext.Value) (any, error) {
 	m := lookup(name)
 	if m == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found"}
@@ -152,12 +98,7 @@ func (d *Devnet) call(name string, params jsontext.Value) (jsontext.Value, *json
 		}
 		return nil, e
 	}
-	out, err := json.Marshal(v, json.Deterministic(true))
-	if err != nil {
-		d.log.Warn("solana devnet: encoding a result", "method", name, "err", err)
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error"}
-	}
-	return out, nil
+	return v, nil
 }
 
 // config decodes an optional config object: null or absent is empty.

@@ -27,6 +27,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/porticohq/portico/jsonrpc"
 )
 
 // Defaults of Config.
@@ -70,7 +72,7 @@ type Devnet struct {
 	cfg     Config
 	log     *slog.Logger
 	chain   chainParams
-	handler http.Handler
+	handler *jsonrpc.Server
 
 	mu      sync.RWMutex // guards everything below; sealing holds it for writing
 	db      *sql.DB
@@ -131,7 +133,7 @@ func New(cfg Config) (*Devnet, error) {
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
-	d.handler = &rpcHandler{d: d}
+	d.handler = newServer(d)
 	return d, nil
 }
 
@@ -198,9 +200,9 @@ func (d *Devnet) HTTPURL() string {
 	return "http://" + d.ln.Addr().String()
 }
 
-// Handler returns the JSON-RPC 2.0 handler (HTTP POST, single calls and
-// batches), for mounting in another server. It answers once Start has
-// opened the database.
+// Handler returns the JSON-RPC 2.0 handler (HTTP POST with single calls
+// and batches, and WebSocket), for mounting in another server. It answers
+// once Start has opened the database.
 func (d *Devnet) Handler() http.Handler { return d.handler }
 
 // Close stops the server and the producer, waits for them, and closes the
@@ -216,6 +218,7 @@ func (d *Devnet) Close() error {
 			cancel()
 		}
 		var errs []error
+		d.handler.Close() // WebSocket connections: Shutdown leaves hijacked ones
 		if srv != nil {
 			ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 			if err := srv.Shutdown(ctx); err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"io"
-	"net/http"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -21,7 +19,13 @@ const SpecVersion = "0.8.1"
 // maxBody bounds a request body.
 const maxBody = 1 << 20
 
-// rpcHandler serves JSON-RPC 2.0 over HTTP POST.
+// newServer returns the devnet's JSON-RPC server: HTTP POST and
+// WebSocket, through the shared jsonrpc.Server.
+func newServer(d *Devnet) *jsonrpc.Server {
+	return jsonrpc.NewServer(rpcHandler{d}, jsonrpc.ServerOptions{Limits: jsonrpc.Limits{MaxBodyBytes: maxBody}, Logger: d.log})
+}
+
+// rpcHandler is the jsonrpc.Handler of the devnet.
 type rpcHandler struct{ d *Devnet }
 
 // method is one RPC method: params in, result JSON out.
@@ -42,56 +46,13 @@ var methods = map[string]method{
 	"starknet_getStateUpdate":        (*Devnet).rpcGetStateUpdate,
 }
 
-func (h *rpcHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "JSON-RPC wants POST", http.StatusMethodNotAllowed)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+// ServeRPC answers one call; methods give their results as JSON.
+func (h rpcHandler) ServeRPC(ctx context.Context, method string, params jsontext.Value) (any, error) {
+	res, err := h.d.call(ctx, method, params)
 	if err != nil {
-		http.Error(w, "request body too large or unreadable", http.StatusRequestEntityTooLarge)
-		return
+		return nil, err
 	}
-	calls, batch, derr := jsonrpc.Decode(body)
-	w.Header().Set("Content-Type", "application/json")
-	if derr != nil {
-		w.Write(jsonrpc.AppendError(nil, nil, derr))
-		return
-	}
-	var out []byte
-	if batch {
-		out = append(out, '[')
-	}
-	n := 0
-	for _, c := range calls {
-		if c.Err == nil && c.IsNotification() {
-			h.d.call(r.Context(), c.Method, c.Params)
-			continue
-		}
-		if n > 0 {
-			out = append(out, ',')
-		}
-		n++
-		if c.Err != nil {
-			out = jsonrpc.AppendError(out, c.ID, c.Err)
-			continue
-		}
-		res, err := h.d.call(r.Context(), c.Method, c.Params)
-		if err != nil {
-			out = jsonrpc.AppendError(out, c.ID, h.d.toRPCError(c.Method, err))
-			continue
-		}
-		out = jsonrpc.AppendResult(out, c.ID, res)
-	}
-	if n == 0 {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	if batch {
-		out = append(out, ']')
-	}
-	w.Write(out)
+	return jsontext.Value(res), nil
 }
 
 // call runs one method under the read lock.
@@ -109,21 +70,6 @@ func (d *Devnet) call(ctx context.Context, name string, params jsontext.Value) (
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "devnet is not running"}
 	}
 	return m(d, ctx, params)
-}
-
-// toRPCError maps an error to the wire: coded errors keep their code and
-// message; anything else is logged and becomes a generic internal error.
-func (d *Devnet) toRPCError(method string, err error) *jsonrpc.Error {
-	var je *jsonrpc.Error
-	if errors.As(err, &je) {
-		return je
-	}
-	var coded interface{ ErrorCode() int }
-	if errors.As(err, &coded) {
-		return &jsonrpc.Error{Code: coded.ErrorCode(), Message: err.Error()}
-	}
-	d.log.Error("starknet devnet: call failed", "method", method, "err", err)
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 }
 
 // noParams accepts absent or empty params.

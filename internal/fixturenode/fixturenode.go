@@ -7,8 +7,8 @@ package fixturenode
 
 import (
 	"bytes"
+	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -38,6 +38,7 @@ type Node struct {
 	update jsontext.Value
 	pend   jsontext.Value
 
+	rpc  *jsonrpc.Server
 	mu   sync.Mutex
 	last map[string]string
 }
@@ -50,6 +51,7 @@ type blockKey struct {
 // New loads the fixtures under dir (testdata/fixtures).
 func New(dir string) (*Node, error) {
 	n := &Node{blocks: map[blockKey]jsontext.Value{}, last: map[string]string{}}
+	n.rpc = jsonrpc.NewServer(n, jsonrpc.ServerOptions{Limits: jsonrpc.Limits{MaxBatch: 1000}})
 	files := []struct {
 		path string
 		into func(jsontext.Value)
@@ -114,57 +116,29 @@ func (n *Node) LastParams(method string) string {
 	return n.last[method]
 }
 
-// ServeHTTP answers one JSON-RPC call or a batch.
-func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return
-	}
-	calls, batch, derr := jsonrpc.Decode(body)
-	w.Header().Set("Content-Type", "application/json")
-	if derr != nil {
-		w.Write(jsonrpc.AppendError(nil, nil, derr))
-		return
-	}
-	var out []byte
-	if batch {
-		out = append(out, '[')
-	}
-	for i, c := range calls {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		res, rerr := n.answer(c)
-		if rerr != nil {
-			out = jsonrpc.AppendError(out, c.ID, rerr)
-		} else {
-			out = jsonrpc.AppendResult(out, c.ID, res)
-		}
-	}
-	if batch {
-		out = append(out, ']')
-	}
-	w.Write(out)
-}
+// ServeHTTP answers JSON-RPC over HTTP and WebSocket through the shared
+// jsonrpc.Server.
+func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) { n.rpc.ServeHTTP(w, r) }
 
-func (n *Node) answer(c jsonrpc.Call) (jsontext.Value, *jsonrpc.Error) {
-	if c.Err != nil {
-		return nil, c.Err
-	}
+// Close ends the node's WebSocket connections.
+func (n *Node) Close() error { return n.rpc.Close() }
+
+// ServeRPC answers one call from the fixtures, remembering its params.
+func (n *Node) ServeRPC(_ context.Context, method string, params jsontext.Value) (any, error) {
 	n.mu.Lock()
-	n.last[c.Method] = string(c.Params)
+	n.last[method] = string(params)
 	n.mu.Unlock()
-	switch c.Method {
+	switch method {
 	case "getSlot":
 		return jsontext.Value(fmt.Sprint(SlotSolders)), nil
 	case "getBlock":
-		return n.getBlock(c.Params)
+		return n.getBlock(params)
 	case "starknet_blockNumber":
 		return jsontext.Value("3100000"), nil
 	case "starknet_getEvents":
 		return n.events, nil
 	case "starknet_getStateUpdate":
-		if bytes.Contains(c.Params, []byte(`"pending"`)) || bytes.Contains(c.Params, []byte(`"pre_confirmed"`)) {
+		if bytes.Contains(params, []byte(`"pending"`)) || bytes.Contains(params, []byte(`"pre_confirmed"`)) {
 			return n.pend, nil
 		}
 		return n.update, nil
@@ -174,7 +148,7 @@ func (n *Node) answer(c jsonrpc.Call) (jsontext.Value, *jsonrpc.Error) {
 
 // getBlock serves the recorded block in the requested encoding, following
 // agave's rules for the fields it can check.
-func (n *Node) getBlock(params jsontext.Value) (jsontext.Value, *jsonrpc.Error) {
+func (n *Node) getBlock(params jsontext.Value) (any, error) {
 	var p []jsontext.Value
 	if err := json.Unmarshal(params, &p); err != nil || len(p) == 0 {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: invalid length 0, expected a tuple."}

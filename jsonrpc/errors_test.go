@@ -1,0 +1,81 @@
+package jsonrpc_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/jsonrpc"
+)
+
+// TestErrorsDoc keeps docs/errors.md in step with ErrorFor: each of
+// Portico's errors maps to the code and HTTP status of a row of the table,
+// and the row's example message is what a client gets.
+func TestErrorsDoc(t *testing.T) {
+	doc, err := os.ReadFile("../docs/errors.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reset := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		err     error
+		code    int
+		status  string // as the table writes it
+		message string // a prefix of the table's example
+	}{
+		{"key missing", portico.ErrKeyMissing, portico.CodeUnauthorized, "401", "unauthorized: API key missing"},
+		{"key malformed", portico.ErrKeyMalformed, portico.CodeUnauthorized, "401", "unauthorized: API key malformed"},
+		{"key unknown", portico.ErrKeyUnknown, portico.CodeUnauthorized, "401", "unauthorized: API key unknown or revoked"},
+		{"forbidden", &portico.ForbiddenError{What: "method", Value: "eth_sendRawTransaction"}, portico.CodeForbidden, "403", `forbidden: method "eth_sendRawTransaction" is not allowed for this API key`},
+		{"body", &portico.LimitError{Limit: portico.LimitBody, Max: 5242880}, portico.CodeBodyTooLarge, "413", "request body too large: limit is 5242880 bytes"},
+		{"batch", &portico.LimitError{Limit: portico.LimitBatch, Max: 100, Got: 101}, portico.CodeBatchTooLarge, "413", "batch too large: limit is 100 calls, got 101"},
+		{"connections", &portico.LimitError{Limit: portico.LimitConnections, Max: 4096}, portico.CodeTooManyConns, "503", "too many connections: limit is 4096"},
+		{"upstream down", &portico.UpstreamError{Network: "evm-devnet", Err: portico.ErrUpstreamUnavailable}, portico.CodeUpstreamDown, "502", "upstream unavailable for network evm-devnet"},
+		{"no upstream", &portico.UpstreamError{Network: "solana-devnet", Err: portico.ErrNoUpstream}, portico.CodeUpstreamDown, "502", "no upstream configured for network solana-devnet"},
+		{"upstream timeout", &portico.UpstreamError{Network: "evm-devnet", Err: portico.ErrUpstreamTimeout}, portico.CodeUpstreamTimeout, "504", "upstream timed out for network evm-devnet"},
+		{"client timeout", portico.ErrClientTimeout, portico.CodeClientTimeout, "408", "request not received in time"},
+		{"host", portico.ErrNetworkUnknown, portico.CodeNetworkUnknown, "404", "unknown network host"},
+		{"content type", portico.ErrWrongContentType, portico.CodeWrongContentType, "415", "Content-Type must be application/json"},
+		{"http method", portico.ErrHTTPMethod, portico.CodeMethodNotAllowed, "405", "HTTP method must be POST"},
+		{"metering", portico.ErrMeteringUnavailable, portico.CodeMeteringDown, "503", "metering unavailable: calls are refused until it is back"},
+		{"headers", &portico.LimitError{Limit: portico.LimitHeaders, Max: 16384}, portico.CodeHeadersTooLarge, "431", "request headers too large: limit is 16384 bytes"},
+		{"ws message", &portico.LimitError{Limit: portico.LimitWSMessage, Max: 5242880}, portico.CodeWSMessageTooLarge, "—", "websocket message too large: limit is 5242880 bytes"},
+		{"daily", &portico.QuotaError{Limit: portico.QuotaDaily, Key: "alice", Cost: 160, Remaining: 40, Daily: 3000000, ResetAt: reset}, portico.CodeLimitExceeded, "429",
+			`daily credit balance exhausted for key "alice": this call costs 160, 40 of 3000000 credits left; resets at 2026-11-23T00:00:00Z`},
+		{"rate", &portico.QuotaError{Limit: portico.QuotaRate, Key: "alice", Rate: 500, Cost: 160, RetryAfter: 120 * time.Millisecond}, portico.CodeLimitExceeded, "429",
+			`rate limit exceeded for key "alice": 500 credits per second, this call costs 160; retry after 120ms`},
+		{"params", &portico.ParamsError{Position: 2, Field: "config.encoding", Reason: `want one of json, jsonParsed, base58, base64, got string "hex"`}, -32602, "200",
+			`invalid params: param 2 (config.encoding): want one of json, jsonParsed, base58, base64, got string "hex"`},
+		{"method", &portico.MethodNotFoundError{Method: "foo"}, -32601, "200", "the method foo does not exist/is not available"},
+		{"internal", errors.New("disk on fire"), jsonrpc.CodeInternalError, "500", "internal error"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, status, known := jsonrpc.ErrorFor(tc.err)
+			if e.Code != tc.code || !strings.HasPrefix(e.Message, tc.message) {
+				t.Errorf("ErrorFor = %d %q, want %d %q", e.Code, e.Message, tc.code, tc.message)
+			}
+			if want := tc.code != jsonrpc.CodeInternalError; known != want {
+				t.Errorf("known = %v, want %v", known, want)
+			}
+			if tc.status != "—" && fmt.Sprint(status) != tc.status {
+				t.Errorf("status = %d, want %s", status, tc.status)
+			}
+			row := fmt.Sprintf("| %d | %s |", tc.code, tc.status)
+			if tc.code == -32602 || tc.code == -32601 || tc.code == jsonrpc.CodeInternalError {
+				row = fmt.Sprintf("| %d | %s | `%s", tc.code, tc.status, tc.message)
+			}
+			if !strings.Contains(string(doc), row) {
+				t.Errorf("docs/errors.md has no row starting %q", row)
+			}
+			if !strings.Contains(string(doc), tc.message) {
+				t.Errorf("docs/errors.md does not show the message %q", tc.message)
+			}
+		})
+	}
+}

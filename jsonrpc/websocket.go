@@ -1,0 +1,379 @@
+package jsonrpc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/porticohq/portico"
+)
+
+// ConnLimits bound one WebSocket connection. Zero fields take the defaults
+// of DefaultConnLimits.
+type ConnLimits struct {
+	// MaxMessageBytes bounds a message from the client; a larger one is
+	// answered with -32051 and the connection closes with status 1009.
+	MaxMessageBytes int64
+	// MaxInFlight bounds the messages being answered at once; beyond it
+	// the connection stops reading, which pushes back on the client.
+	MaxInFlight int
+	// MaxQueue and MaxQueueBytes bound the notifications waiting to be
+	// written to a client that does not read them; a notification beyond
+	// either closes the connection with status 1008.
+	MaxQueue      int
+	MaxQueueBytes int64
+	// IdleTimeout closes a connection on which no message went either way
+	// for that long: a connection that only receives notifications is not
+	// idle.
+	IdleTimeout time.Duration
+	// PingInterval is how often the client is pinged; a ping not answered
+	// within another interval closes the connection, so that dead peers do
+	// not linger.
+	PingInterval time.Duration
+	// WriteTimeout bounds the write of one message.
+	WriteTimeout time.Duration
+}
+
+// DefaultConnLimits are 5 MiB messages, 64 messages in flight, 1024
+// queued notifications or 16 MiB, 10 minutes idle, a ping every 30 s and
+// 10 s to write a message.
+func DefaultConnLimits() ConnLimits {
+	return ConnLimits{MaxMessageBytes: 5 << 20, MaxInFlight: 64, MaxQueue: 1024, MaxQueueBytes: 16 << 20,
+		IdleTimeout: 10 * time.Minute, PingInterval: 30 * time.Second, WriteTimeout: 10 * time.Second}
+}
+
+func (l ConnLimits) withDefaults() ConnLimits {
+	d := DefaultConnLimits()
+	if l.MaxMessageBytes <= 0 {
+		l.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if l.MaxInFlight <= 0 {
+		l.MaxInFlight = d.MaxInFlight
+	}
+	if l.MaxQueue <= 0 {
+		l.MaxQueue = d.MaxQueue
+	}
+	if l.MaxQueueBytes <= 0 {
+		l.MaxQueueBytes = d.MaxQueueBytes
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = d.IdleTimeout
+	}
+	if l.PingInterval <= 0 {
+		l.PingInterval = d.PingInterval
+	}
+	if l.WriteTimeout <= 0 {
+		l.WriteTimeout = d.WriteTimeout
+	}
+	return l
+}
+
+// Close codes and reasons a Conn ends with, besides the client's own.
+const (
+	// ReasonSlowReader ends a connection whose client does not read its
+	// notifications.
+	ReasonSlowReader = "notification queue full: the client does not read fast enough"
+	// ReasonIdle ends a connection with no message either way for the
+	// idle timeout.
+	ReasonIdle = "idle timeout"
+	// ReasonNoPong ends a connection whose client did not answer a ping.
+	ReasonNoPong = "ping not answered"
+)
+
+// Conn is one WebSocket connection serving JSON-RPC. Every message to the
+// client (answers and notifications) goes through one ordered queue that
+// a single writer drains, so a subscription's first notification can never
+// overtake the answer that gave its id (see AfterAnswer).
+type Conn struct {
+	ws     *websocket.Conn
+	limits ConnLimits
+
+	mu         sync.Mutex
+	queue      [][]byte
+	queueBytes int64
+	closed     bool
+	onClose    []func()
+
+	closing    sync.WaitGroup // the close handshake Close started
+	wake       chan struct{}  // cap 1: the queue has something
+	done       chan struct{}  // closed when the connection ends
+	lastActive atomic.Int64   // unix nanoseconds of the last message either way
+}
+
+type connKey struct{}
+
+// ConnFrom returns the connection a call arrived on, or nil for calls that
+// did not come over a WebSocket.
+func ConnFrom(ctx context.Context) *Conn {
+	c, _ := ctx.Value(connKey{}).(*Conn)
+	return c
+}
+
+// answerHooks are the functions to run once the answer to one message is
+// queued.
+type answerHooks struct {
+	mu    sync.Mutex
+	funcs []func()
+	ran   bool
+}
+
+type hooksKey struct{}
+
+// AfterAnswer arranges for f to run right after the answer to the current
+// message has been queued on its connection, and reports whether it will.
+// A subscription starts sending with it, so that its id reaches the client
+// before its first notification. Outside a WebSocket message it returns
+// false and f never runs.
+func AfterAnswer(ctx context.Context, f func()) bool {
+	h, _ := ctx.Value(hooksKey{}).(*answerHooks)
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	if !h.ran {
+		h.funcs = append(h.funcs, f)
+		h.mu.Unlock()
+		return true
+	}
+	h.mu.Unlock()
+	f()
+	return true
+}
+
+func (h *answerHooks) run() {
+	h.mu.Lock()
+	funcs := h.funcs
+	h.funcs, h.ran = nil, true
+	h.mu.Unlock()
+	for _, f := range funcs {
+		f()
+	}
+}
+
+// NewConn wraps an accepted WebSocket connection; Serve serves it.
+func NewConn(ws *websocket.Conn, limits ConnLimits) *Conn {
+	c := &Conn{ws: ws, limits: limits.withDefaults(), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	c.touch()
+	return c
+}
+
+// Serve serves JSON-RPC messages until the client leaves, idles, stops
+// answering pings, does not read its notifications, or breaks a limit, or
+// until ctx ends. answer is called for each message (up to MaxInFlight at
+// once) with a context that carries the connection (ConnFrom), and
+// returns the bytes to send back (nil for none). When Serve returns, every
+// answer has returned and the OnClose functions have run.
+func (c *Conn) Serve(ctx context.Context, answer func(ctx context.Context, body []byte) []byte) {
+	ws := c.ws
+	ctx, cancel := context.WithCancel(context.WithValue(ctx, connKey{}, c))
+	defer cancel()
+	var writer sync.WaitGroup
+	writer.Go(func() { c.writeLoop(ctx) })
+
+	// The library's own limit sits one byte above ours, so that an
+	// oversized message is seen here and answered with our error.
+	msgMax := c.limits.MaxMessageBytes
+	ws.SetReadLimit(msgMax + 1)
+	sem := make(chan struct{}, c.limits.MaxInFlight)
+	for {
+		_, rd, err := ws.Reader(ctx)
+		if err != nil {
+			break
+		}
+		body, err := io.ReadAll(io.LimitReader(rd, msgMax+1))
+		if err != nil {
+			break
+		}
+		c.touch()
+		if int64(len(body)) > msgMax {
+			e, _, _ := ErrorFor(&portico.LimitError{Limit: portico.LimitWSMessage, Max: msgMax})
+			wctx, wcancel := context.WithTimeout(ctx, c.limits.WriteTimeout)
+			_ = ws.Write(wctx, websocket.MessageText, AppendError(nil, nil, e))
+			wcancel()
+			c.Close(websocket.StatusMessageTooBig, e.Message)
+			break
+		}
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			hooks := &answerHooks{}
+			out := answer(context.WithValue(ctx, hooksKey{}, hooks), body)
+			if out != nil {
+				c.send(out)
+			}
+			hooks.run()
+		}()
+	}
+	cancel()
+	// Wait for the answers in flight, so nothing outlives the connection.
+	for range cap(sem) {
+		sem <- struct{}{}
+	}
+	c.end(nil)
+	writer.Wait()
+	c.closing.Wait() // let the client read our close code and reason
+	_ = ws.CloseNow()
+}
+
+// touch records activity.
+func (c *Conn) touch() { c.lastActive.Store(time.Now().UnixNano()) }
+
+// send queues an answer. Answers are never refused for the queue's size:
+// they are bounded by MaxInFlight.
+func (c *Conn) send(msg []byte) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.queue = append(c.queue, msg)
+	c.queueBytes += int64(len(msg))
+	c.mu.Unlock()
+	c.signal()
+}
+
+// Notify queues a notification without blocking. It reports false when
+// the connection has ended, or when the client has let MaxQueue
+// notifications (or MaxQueueBytes) pile up: then the connection closes
+// with status 1008 and ReasonSlowReader. msg must not be changed after.
+func (c *Conn) Notify(msg []byte) bool {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	if len(c.queue) >= c.limits.MaxQueue || c.queueBytes+int64(len(msg)) > c.limits.MaxQueueBytes {
+		c.mu.Unlock()
+		c.Close(websocket.StatusPolicyViolation, ReasonSlowReader)
+		return false
+	}
+	c.queue = append(c.queue, msg)
+	c.queueBytes += int64(len(msg))
+	c.mu.Unlock()
+	c.signal()
+	return true
+}
+
+// Queued returns how many messages wait to be written.
+func (c *Conn) Queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue)
+}
+
+func (c *Conn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// OnClose registers f to run once the connection has ended (right away
+// when it already has). Subscriptions end themselves with it.
+func (c *Conn) OnClose(f func()) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		f()
+		return
+	}
+	c.onClose = append(c.onClose, f)
+	c.mu.Unlock()
+}
+
+// Done is closed when the connection has ended.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Close ends the connection with a close code and reason, without waiting
+// for the close handshake. Calls after the first do nothing.
+func (c *Conn) Close(code websocket.StatusCode, reason string) {
+	c.end(func() { _ = c.ws.Close(code, reason) }) // the peer may be gone
+}
+
+// end marks the connection ended, starts closeWS (when not nil) and runs
+// the OnClose functions, once; it reports whether this call ended it.
+func (c *Conn) end(closeWS func()) bool {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	c.closed = true
+	if closeWS != nil {
+		c.closing.Add(1) // under mu: ServeConn's end and Wait come after
+	}
+	funcs := c.onClose
+	c.onClose, c.queue, c.queueBytes = nil, nil, 0
+	c.mu.Unlock()
+	close(c.done)
+	if closeWS != nil {
+		go func() {
+			defer c.closing.Done()
+			closeWS()
+		}()
+	}
+	for _, f := range funcs {
+		f()
+	}
+	return true
+}
+
+// writeLoop writes queued messages in order, pings, and watches idleness.
+func (c *Conn) writeLoop(ctx context.Context) {
+	ping := time.NewTicker(c.limits.PingInterval)
+	defer ping.Stop()
+	var pinging atomic.Bool
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-ctx.Done():
+			return
+		case <-ping.C:
+			if time.Since(time.Unix(0, c.lastActive.Load())) > c.limits.IdleTimeout {
+				c.Close(websocket.StatusPolicyViolation, ReasonIdle+": no message for "+c.limits.IdleTimeout.String())
+				return
+			}
+			if pinging.CompareAndSwap(false, true) {
+				go func() {
+					defer pinging.Store(false)
+					pctx, cancel := context.WithTimeout(ctx, c.limits.PingInterval)
+					defer cancel()
+					if err := c.ws.Ping(pctx); err != nil && errors.Is(err, context.DeadlineExceeded) {
+						c.Close(websocket.StatusPolicyViolation, ReasonNoPong)
+					}
+				}()
+			}
+		case <-c.wake:
+			for {
+				c.mu.Lock()
+				if len(c.queue) == 0 || c.closed {
+					c.mu.Unlock()
+					break
+				}
+				msg := c.queue[0]
+				c.queue[0] = nil
+				c.queue = c.queue[1:]
+				c.queueBytes -= int64(len(msg))
+				if len(c.queue) == 0 {
+					c.queue = nil // let a burst's backing array go
+				}
+				c.mu.Unlock()
+				wctx, cancel := context.WithTimeout(ctx, c.limits.WriteTimeout)
+				err := c.ws.Write(wctx, websocket.MessageText, msg)
+				cancel()
+				if err != nil {
+					c.Close(websocket.StatusPolicyViolation, "write failed or timed out after "+strconv.Itoa(int(c.limits.WriteTimeout/time.Millisecond))+"ms")
+					return
+				}
+				c.touch()
+			}
+		}
+	}
+}
