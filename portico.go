@@ -1,35 +1,18 @@
 // Package portico holds the domain types shared by Portico's pieces: the rows
-// of a chain family's method table, API key identities, and the gateway's own
-// errors. Subpackages implement the pieces; cmd/portico wires them together.
+// of a chain family's method table, what a params rule learns from a call,
+// and the gateway's own errors and their codes. Subpackages implement the
+// pieces (API key identities live in apikey); cmd/portico wires them
+// together.
 package portico
 
 import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Family names a chain family. Each family has one method table and is served
-// on its own host.
+// Family names a chain family, such as "evm". Each family has one method
+// table, is served on hosts of its own, and is registered with its
+// embedded devnet in package families.
 type Family string
-
-// The chain families Portico serves.
-const (
-	FamilySolana   Family = "solana"
-	FamilyEVM      Family = "evm"
-	FamilyStarknet Family = "starknet"
-)
-
-// Families lists every supported family, in a stable order.
-var Families = []Family{FamilySolana, FamilyEVM, FamilyStarknet}
-
-// Valid reports whether f is a known family.
-func (f Family) Valid() bool {
-	for _, g := range Families {
-		if f == g {
-			return true
-		}
-	}
-	return false
-}
 
 // Method is one row of a family's method table: everything the gateway needs
 // to know about a method lives here, so adding a method is adding a row.
@@ -39,18 +22,38 @@ type Method struct {
 	// Aliases are other names clients may use, such as the seed's neutral
 	// stand-ins (evm_getProof for eth_getProof).
 	Aliases []string
-	// Params checks the params of a call and returns the params to send
-	// upstream, which may differ where the gateway applies its own rule (a
-	// default the seed fixes, say). Errors are *ParamsError. A nil Params
-	// forwards any array or object, or no params, unchanged.
-	Params func(params jsontext.Value) (jsontext.Value, error)
+	// Params checks the params of a call, scanning them once, and returns
+	// what later steps need: the params to send upstream (which may
+	// differ where the gateway applies its own rule, a default the seed
+	// fixes, say) and whether the answer may be cached. Errors are
+	// *ParamsError. A nil Params forwards any array or object, or no
+	// params, unchanged, and its answers are never cached.
+	Params func(params jsontext.Value) (Params, error)
 	// Cost is the method's default credit cost.
 	Cost int
-	// Cacheable reports whether a result can never change for these params
-	// (a block addressed by hash, a finalized slot), so it may be served from
-	// cache. nil means never cache.
-	Cacheable func(params, result jsontext.Value) bool
 }
+
+// Params is what a method's params rule learned from a call's params.
+type Params struct {
+	// Send is the params to send upstream.
+	Send jsontext.Value
+	// Cache says whether a non-null answer may be served from cache.
+	Cache Cacheability
+}
+
+// Cacheability says whether an answer may be served from cache. Only a
+// family's params rule decides it, from what the call addresses; a null
+// answer (a transaction or block that may still appear) is never cached.
+type Cacheability uint8
+
+// How answers may be cached.
+const (
+	// NotCacheable answers are always asked of a node.
+	NotCacheable Cacheability = iota
+	// Immutable answers can never change for these params: the call names
+	// its block by hash, or asks for finalized data only.
+	Immutable
+)
 
 // Table is a family's method table.
 type Table struct {
@@ -62,9 +65,13 @@ type Table struct {
 	// DefaultCost is the credit cost of allowlisted methods with no row of
 	// their own.
 	DefaultCost int
-	// Forward is the default allowlist: methods with no row of their own
-	// that are forwarded unchanged at DefaultCost. Config may replace it.
-	Forward []string
+	// DefaultAllow is the default allowlist: methods with no row of their
+	// own that are forwarded unchanged at DefaultCost. A network's config
+	// may replace it.
+	DefaultAllow []string
+	// NamePattern is a regular expression that every method name of the
+	// family matches (an allowlist in config is checked against it).
+	NamePattern string
 	// AliasPrefixes maps a stand-in prefix to the real one, so that every
 	// method of the family answers under both names: evm_chainId is
 	// eth_chainId when AliasPrefixes is {"evm_": "eth_"}.

@@ -40,7 +40,8 @@ type Config struct {
 	Limits Limits `yaml:"limits"`
 	// Cache bounds the cache of immutable results.
 	Cache Cache `yaml:"cache"`
-	// Networks are the networks served.
+	// Networks are the networks served; none means one built-in network
+	// per registered chain family.
 	Networks []Network `yaml:"networks"`
 	// Log sets the log output.
 	Log Log `yaml:"log"`
@@ -128,7 +129,8 @@ type Network struct {
 	// Name identifies the network and gives its default host,
 	// <name>.localhost.
 	Name string `yaml:"name"`
-	// Family selects the method table: solana, evm or starknet.
+	// Family selects the method table and devnet: a registered family
+	// (solana, evm, starknet).
 	Family portico.Family `yaml:"family"`
 	// Hosts are the Host names that select the network on the shared
 	// listener.
@@ -184,19 +186,14 @@ type Devnet struct {
 	ChainRLP string `yaml:"chain_rlp"`
 }
 
-// Default names of the built-in networks.
-const (
-	SolanaDevnet   = "solana-devnet"
-	EVMDevnet      = "evm-devnet"
-	StarknetDevnet = "starknet-devnet"
-)
-
 // DefaultListen is the shared listener's default address. The built-in
 // networks' own listeners take the next ports.
 const DefaultListen = "127.0.0.1:8700"
 
 // DefaultConfig returns the configuration `portico serve` runs with when no
-// file is given: the three built-in networks on loopback.
+// file is given. It names no networks: a config without networks serves
+// one built-in network per registered chain family (see package
+// families), which the caller fills in.
 func DefaultConfig() Config {
 	return Config{
 		Listen: DefaultListen,
@@ -215,16 +212,10 @@ func DefaultConfig() Config {
 		Log:      Log{Level: "info", Format: "text"},
 		Store:    Store{KeyCacheTTL: 5 * time.Second},
 		Metering: Metering{FlushInterval: time.Second, DefaultDailyCredits: 3_000_000, RedisPrefix: "portico:"},
-		Networks: []Network{
-			{Name: SolanaDevnet, Family: portico.FamilySolana},
-			{Name: EVMDevnet, Family: portico.FamilyEVM},
-			{Name: StarknetDevnet, Family: portico.FamilyStarknet},
-		},
 	}
 }
 
-// Load reads a config file over the defaults. A file that sets networks
-// replaces the built-in ones.
+// Load reads a config file over the defaults.
 func Load(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -252,15 +243,10 @@ func Parse(data []byte, lookup func(string) (string, bool)) (Config, error) {
 		return Config{}, fmt.Errorf("config: environment variable %s is not set", strings.Join(missing, ", "))
 	}
 	cfg := DefaultConfig()
-	defaults := cfg.Networks
-	cfg.Networks = nil
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, errEOF) {
 		return Config{}, fmt.Errorf("config: %w", err)
-	}
-	if cfg.Networks == nil {
-		cfg.Networks = defaults
 	}
 	return cfg, nil
 }
@@ -271,7 +257,10 @@ var errEOF = func() error {
 	return yaml.NewDecoder(bytes.NewReader(nil)).Decode(&v)
 }()
 
-// Validate checks the config and names the first bad field.
+// Validate checks every field that can be checked without knowing the
+// chain families, and names the first bad one. The family of each network,
+// and the method names in its costs and methods, are checked against the
+// family registry by the caller (portico's config check).
 func (c *Config) Validate() error {
 	if err := checkAddr("listen", c.Listen); err != nil {
 		return err
@@ -283,12 +272,14 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("config: %s.name: required", field)
 		case (k.Key == "") == (k.Hash == ""):
 			return fmt.Errorf("config: %s: set exactly one of key and hash", field)
-		case k.Key != "" && !apikey.Valid(k.Key):
-			return fmt.Errorf("config: %s.key: must be %d to %d characters of [0-9A-Za-z_-]", field, apikey.MinLength, apikey.MaxLength)
 		case k.Hash != "":
 			if _, err := apikey.ParseHash(k.Hash); err != nil {
 				return fmt.Errorf("config: %s.hash: %v", field, err)
 			}
+		}
+		switch {
+		case k.Key != "" && !apikey.Valid(k.Key):
+			return fmt.Errorf("config: %s.key: must be %d to %d characters of [0-9A-Za-z_-]", field, apikey.MinLength, apikey.MaxLength)
 		case k.DailyCredits < 0:
 			return fmt.Errorf("config: %s.daily_credits: must not be negative", field)
 		case k.RatePerSecond < 0:
@@ -342,9 +333,6 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("config: log.format: %q is not one of text, json", c.Log.Format)
 	}
-	if len(c.Networks) == 0 {
-		return errors.New("config: networks: at least one network is required")
-	}
 	names := map[string]bool{}
 	hosts := map[string]string{}
 	for i, n := range c.Networks {
@@ -356,8 +344,8 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("config: %s.name: %q is used twice", field, n.Name)
 		}
 		names[n.Name] = true
-		if !n.Family.Valid() {
-			return fmt.Errorf("config: %s.family: %q is not one of solana, evm, starknet", field, n.Family)
+		if n.Family == "" {
+			return fmt.Errorf("config: %s.family: required", field)
 		}
 		for _, h := range n.HostNames() {
 			if other, ok := hosts[h]; ok {

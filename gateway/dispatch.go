@@ -14,7 +14,6 @@ import (
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/metering"
-	"github.com/porticohq/portico/upstream"
 )
 
 // maxBatchParallel bounds how many calls of one batch run at once, so that
@@ -39,8 +38,9 @@ type outcome struct {
 
 // prepared is a call that passed every check and may be charged.
 type prepared struct {
-	m      *portico.Method
-	params jsontext.Value
+	m *portico.Method
+	// params is what the method's params rule learned, in its one scan.
+	params portico.Params
 	// local answers the call in the gateway (portico_getCredits).
 	local bool
 }
@@ -254,7 +254,7 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 	if len(rq.id.Methods) > 0 && !rq.net.Methods.AnyOf(m, rq.id.Methods) {
 		return prepared{}, &portico.ForbiddenError{What: "method", Value: c.Method}
 	}
-	params := c.Params
+	params := portico.Params{Send: c.Params}
 	if m.Params != nil {
 		p, err := m.Params(c.Params)
 		if err != nil {
@@ -269,10 +269,10 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 // frame set, the result is appended to it and the outcome is framed (see
 // outcome).
 func (g *Gateway) forward(ctx context.Context, rq request, p prepared, frame []byte) outcome {
-	m, params := p.m, p.params
+	m, params := p.m, p.params.Send
 	var key string
-	if g.cache != nil && m.Cacheable != nil {
-		key = upstream.Key(rq.net.Name, m.Name, params)
+	if g.cache != nil && p.params.Cache == portico.Immutable {
+		key = cacheKey(rq.net.Name, m.Name, params)
 		if res, ok := g.cache.Get(key); ok {
 			if frame != nil {
 				return outcome{result: res, framed: append(frame, res...)}
@@ -289,7 +289,8 @@ func (g *Gateway) forward(ctx context.Context, rq request, p prepared, frame []b
 		return outcome{err: err}
 	}
 	res := full[len(frame):]
-	if key != "" && m.Cacheable(params, res) {
+	if key != "" && len(res) > 0 && res.Kind() != 'n' {
+		// A null (a transaction or block not there yet) may still change.
 		g.cache.Set(key, res)
 	}
 	if g.log.Enabled(ctx, slog.LevelDebug) {

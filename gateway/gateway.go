@@ -85,7 +85,7 @@ type Config struct {
 	Networks []*Network
 	Limits   Limits
 	// Cache holds immutable results; nil disables caching.
-	Cache *upstream.Cache
+	Cache *Cache
 	// Meter charges accepted calls; nil turns metering off.
 	Meter Meter
 	// Logger receives access and error logs; keys never reach it.
@@ -98,7 +98,7 @@ type Gateway struct {
 	byHost  map[string]*Network
 	byName  map[string]*Network
 	limits  Limits
-	cache   *upstream.Cache
+	cache   *Cache
 	meter   Meter
 	log     *slog.Logger
 	conns   atomic.Int64 // open TCP connections over all listeners

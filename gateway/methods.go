@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -25,16 +26,30 @@ type MethodsConfig struct {
 	DefaultCost int
 }
 
-// NewMethods resolves a family table. It fails when a cost names a method
-// that is neither a row nor allowlisted, since that is a typo in config.
+// NewMethods resolves a family table. It fails when an allowlisted name
+// cannot be a method of the family (it does not match the table's
+// NamePattern) or a cost names a method that is neither a row nor
+// allowlisted, since that is a typo in config. Errors name the config
+// field: methods[i] or costs.<name>.
 func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 	defCost := t.DefaultCost
 	if cfg.DefaultCost > 0 {
 		defCost = cfg.DefaultCost
 	}
-	allow := t.Forward
+	allow := t.DefaultAllow
 	if cfg.Allow != nil {
 		allow = cfg.Allow
+		if t.NamePattern != "" {
+			re, err := regexp.Compile(t.NamePattern)
+			if err != nil {
+				return nil, fmt.Errorf("the %s table's name pattern: %v", t.Family, err)
+			}
+			for i, name := range allow {
+				if !re.MatchString(name) {
+					return nil, fmt.Errorf("methods[%d]: %q is not a method name of the %s family (want %s)", i, name, t.Family, t.NamePattern)
+				}
+			}
+		}
 	}
 	m := &Methods{byName: map[string]*portico.Method{}}
 	add := func(row *portico.Method, names ...string) error {
@@ -71,7 +86,7 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 	for _, name := range names {
 		row, ok := m.byName[name]
 		if !ok {
-			return nil, fmt.Errorf("costs.%s: method is neither a %s method nor allowlisted", name, t.Family)
+			return nil, fmt.Errorf("costs.%s: not a method of the %s family, nor in its allowlist", name, t.Family)
 		}
 		row.Cost = cfg.Costs[name]
 	}

@@ -32,21 +32,20 @@ const testKey = "0123456789abcdef0123456789abcdef"
 // stand-in alias, one allowlisted method, alias prefix test_ for real_.
 func testTable() portico.Table {
 	return portico.Table{
-		Family: portico.FamilyEVM,
+		Family: "evm",
 		Methods: []portico.Method{{
 			Name:    "real_checked",
 			Aliases: []string{"seed_checked"},
 			Cost:    150,
-			Params: func(p jsontext.Value) (jsontext.Value, error) {
+			Params: func(p jsontext.Value) (portico.Params, error) {
 				if string(p) != `["ok"]` {
-					return nil, &portico.ParamsError{Position: 1, Field: "word", Reason: `want "ok"`}
+					return portico.Params{}, &portico.ParamsError{Position: 1, Field: "word", Reason: `want "ok"`}
 				}
-				return jsontext.Value(`["ok","added"]`), nil
+				return portico.Params{Send: jsontext.Value(`["ok","added"]`), Cache: portico.Immutable}, nil
 			},
-			Cacheable: func(_, result jsontext.Value) bool { return string(result) != "null" },
 		}},
 		DefaultCost:   80,
-		Forward:       []string{"real_echo", "real_slow"},
+		DefaultAllow:  []string{"real_echo", "real_slow"},
 		AliasPrefixes: map[string]string{"test_": "real_"},
 	}
 }
@@ -140,7 +139,7 @@ func newEnv(t *testing.T, o options) *env {
 		o.limits(&limits)
 	}
 	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cache := upstream.NewCache(1 << 20)
+	cache := gateway.NewCache(1 << 20)
 	t.Cleanup(cache.Close)
 	e.gw = gateway.New(gateway.Config{
 		Keys:     apikey.NewSet(apikey.Entry{Name: "tester", Hash: apikey.Sum(testKey)}),

@@ -58,8 +58,12 @@ func (h *wsHandler) ServeRPC(ctx context.Context, method string, params jsontext
 		msg := []byte(`{"jsonrpc":"2.0","method":"note","params":"` + strings.Repeat("x", 64<<10) + `"}`)
 		jsonrpc.AfterAnswer(ctx, func() {
 			go func() {
+				// Paced, as a chain's notifications are: a reading
+				// client keeps up, one that stops reading fills its
+				// socket, then its queue.
 				for c.Notify(msg) {
 					h.flooded.Add(1)
+					time.Sleep(time.Millisecond)
 				}
 				h.refused.Store(true)
 			}()

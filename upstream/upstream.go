@@ -1,7 +1,8 @@
 // Package upstream sends calls to the nodes behind a network: one Node per
-// node URL (HTTP or WebSocket), a Pool that adds health tracking, failover and
-// timeouts, and a Cache for results that can never change. Results come back
-// as the node's raw bytes; nothing here decodes and re-encodes them.
+// node URL (HTTP or WebSocket) or embedded devnet (InProcess), and a Pool
+// that adds health tracking, failover and timeouts. Results come back as
+// the node's raw bytes; nothing here decodes and re-encodes them. What may
+// be cached is the gateway's business, not this package's.
 //
 // Node URLs often carry secrets (a provider's key in the path or query), so
 // they never appear in errors or logs: Redact gives the form that may.

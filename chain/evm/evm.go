@@ -22,6 +22,9 @@ import (
 	"github.com/porticohq/portico/rpcparams"
 )
 
+// Family is the EVM family's name.
+const Family portico.Family = "evm"
+
 // Credit costs of the family's methods.
 const (
 	CostGetProof                          = 150
@@ -36,26 +39,25 @@ const MaxStorageKeys = 1024
 // Table returns the EVM family's method table.
 func Table() portico.Table {
 	return portico.Table{
-		Family: portico.FamilyEVM,
+		Family: Family,
 		Methods: []portico.Method{
 			{
 				Name:      "eth_getProof",
 				Aliases:   []string{"evm_getProof"},
-				Params:    GetProofParams,
-				Cost:      CostGetProof,
-				Cacheable: getProofCacheable,
+				Params:  GetProofParams,
+				Cost:    CostGetProof,
 			},
 			{
 				Name:      "eth_getTransactionByBlockHashAndIndex",
 				Aliases:   []string{"evm_getTransactionByBlockHashAndIndex"},
-				Params:    GetTransactionByBlockHashAndIndexParams,
-				Cost:      CostGetTransactionByBlockHashAndIndex,
-				Cacheable: nonNull,
+				Params:  GetTransactionByBlockHashAndIndexParams,
+				Cost:    CostGetTransactionByBlockHashAndIndex,
 			},
 		},
 		DefaultCost:   DefaultCost,
 		AliasPrefixes: map[string]string{"evm_": "eth_"},
-		Forward: []string{
+		NamePattern:   `^(eth|evm|net|web3|debug|trace|txpool)_[A-Za-z0-9]+$`,
+		DefaultAllow: []string{
 			"eth_blobBaseFee", "eth_blockNumber", "eth_call", "eth_chainId", "eth_createAccessList",
 			"eth_estimateGas", "eth_feeHistory", "eth_gasPrice", "eth_getBalance", "eth_getBlockByHash",
 			"eth_getBlockByNumber", "eth_getBlockReceipts", "eth_getBlockTransactionCountByHash",
@@ -71,50 +73,57 @@ func Table() portico.Table {
 var blockTags = []string{"latest", "earliest", "pending", "safe", "finalized"}
 
 // GetProofParams checks [address, storageKeys, block?] and returns the
-// params with the block filled in when it was left out.
-func GetProofParams(raw jsontext.Value) (jsontext.Value, error) {
+// params with the block filled in when it was left out. A proof at a block
+// named by hash never changes.
+func GetProofParams(raw jsontext.Value) (portico.Params, error) {
 	p, err := rpcparams.Positional(raw, 2, "address", "storageKeys", "block")
 	if err != nil {
-		return nil, err
+		return portico.Params{}, err
 	}
 	if err := address(p[0], 1, "address"); err != nil {
-		return nil, err
+		return portico.Params{}, err
 	}
 	keys, err := rpcparams.Array(p[1], 2, "storageKeys")
 	if err != nil {
-		return nil, err
+		return portico.Params{}, err
 	}
 	if len(keys) > MaxStorageKeys {
-		return nil, rpcparams.Errorf(2, "storageKeys", "too many keys: at most %d, got %d", MaxStorageKeys, len(keys))
+		return portico.Params{}, rpcparams.Errorf(2, "storageKeys", "too many keys: at most %d, got %d", MaxStorageKeys, len(keys))
 	}
 	for i, k := range keys {
 		if err := storageKey(k, 2, rpcparams.Index("storageKeys", i)); err != nil {
-			return nil, err
+			return portico.Params{}, err
 		}
 	}
 	if len(p) == 2 {
 		out := bytes.TrimRight(raw, " \t\r\n")
-		return append(append(out[:len(out)-1:len(out)-1], `,"latest"`...), ']'), nil
+		return portico.Params{Send: append(append(out[:len(out)-1:len(out)-1], `,"latest"`...), ']')}, nil
 	}
-	if _, err := block(p[2], 3, "block"); err != nil {
-		return nil, err
+	k, err := block(p[2], 3, "block")
+	if err != nil {
+		return portico.Params{}, err
 	}
-	return raw, nil
+	out := portico.Params{Send: raw}
+	if k == byHash {
+		out.Cache = portico.Immutable
+	}
+	return out, nil
 }
 
-// GetTransactionByBlockHashAndIndexParams checks [blockHash, index].
-func GetTransactionByBlockHashAndIndexParams(raw jsontext.Value) (jsontext.Value, error) {
+// GetTransactionByBlockHashAndIndexParams checks [blockHash, index]. The
+// block is named by hash, so a transaction found there never changes.
+func GetTransactionByBlockHashAndIndexParams(raw jsontext.Value) (portico.Params, error) {
 	p, err := rpcparams.Positional(raw, 2, "blockHash", "index")
 	if err != nil {
-		return nil, err
+		return portico.Params{}, err
 	}
 	if err := hash(p[0], 1, "blockHash"); err != nil {
-		return nil, err
+		return portico.Params{}, err
 	}
 	if _, err := quantity(p[1], 2, "index", 64); err != nil {
-		return nil, err
+		return portico.Params{}, err
 	}
-	return raw, nil
+	return portico.Params{Send: raw, Cache: portico.Immutable}, nil
 }
 
 func address(v jsontext.Value, pos int, field string) error {
@@ -238,18 +247,3 @@ func block(v jsontext.Value, pos int, field string) (blockKind, error) {
 }
 
 func hasHexPrefix(s string) bool { return strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") }
-
-func nonNull(_, result jsontext.Value) bool { return len(result) > 0 && result.Kind() != 'n' }
-
-// getProofCacheable: a proof at a block named by hash never changes.
-func getProofCacheable(params, result jsontext.Value) bool {
-	if !nonNull(params, result) {
-		return false
-	}
-	p, err := rpcparams.Positional(params, 3, "address", "storageKeys", "block")
-	if err != nil {
-		return false
-	}
-	k, err := block(p[2], 3, "block")
-	return err == nil && k == byHash
-}

@@ -23,7 +23,16 @@ type paramsCase struct {
 	err    bool
 }
 
-func run(t *testing.T, f func(jsontext.Value) (jsontext.Value, error), cases []paramsCase) {
+// send adapts a params rule to the params it sends.
+func send(rule func(jsontext.Value) (portico.Params, error)) func(jsontext.Value) (jsontext.Value, error) {
+	return func(raw jsontext.Value) (jsontext.Value, error) {
+		p, err := rule(raw)
+		return p.Send, err
+	}
+}
+
+func run(t *testing.T, rule func(jsontext.Value) (portico.Params, error), cases []paramsCase) {
+	f := send(rule)
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,31 +125,34 @@ func TestGetTransactionByBlockHashAndIndexParams(t *testing.T) {
 	})
 }
 
-func TestCacheable(t *testing.T) {
+// TestCacheability: the params rules say which calls address immutable
+// data, in the one scan of the params.
+func TestCacheability(t *testing.T) {
 	tb := evm.Table()
-	proof, tx := tb.Methods[0].Cacheable, tb.Methods[1].Cacheable
+	proof, tx := tb.Methods[0].Params, tb.Methods[1].Params
 	cases := []struct {
 		name   string
-		f      func(jsontext.Value, jsontext.Value) bool
+		rule   func(jsontext.Value) (portico.Params, error)
 		params string
-		result string
-		want   bool
+		want   portico.Cacheability
 	}{
-		{"proof by hash", proof, `[` + addr + `,[],` + hash + `]`, `{}`, true},
-		{"proof by eip-1898 hash", proof, `[` + addr + `,[],{"blockHash":` + hash + `}]`, `{}`, true},
-		{"proof at latest", proof, `[` + addr + `,[],"latest"]`, `{}`, false},
-		{"proof at number", proof, `[` + addr + `,[],"0x1"]`, `{}`, false},
-		{"tx found", tx, `[` + hash + `,"0x0"]`, `{}`, true},
-		{"tx null", tx, `[` + hash + `,"0x0"]`, `null`, false},
+		{"proof by hash", proof, `[` + addr + `,[],` + hash + `]`, portico.Immutable},
+		{"proof by eip-1898 hash", proof, `[` + addr + `,[],{"blockHash":` + hash + `}]`, portico.Immutable},
+		{"proof at latest", proof, `[` + addr + `,[],"latest"]`, portico.NotCacheable},
+		{"proof at number", proof, `[` + addr + `,[],"0x1"]`, portico.NotCacheable},
+		{"proof without block", proof, `[` + addr + `,[]]`, portico.NotCacheable},
+		{"tx in a block by hash", tx, `[` + hash + `,"0x0"]`, portico.Immutable},
 	}
 	for _, c := range cases {
-		if got := c.f(jsontext.Value(c.params), jsontext.Value(c.result)); got != c.want {
-			t.Errorf("%s: %v", c.name, got)
+		p, err := c.rule(jsontext.Value(c.params))
+		if err != nil || p.Cache != c.want {
+			t.Errorf("%s: %v, %v", c.name, p.Cache, err)
 		}
 	}
 }
 
-func fuzzParams(f *testing.F, decode func(jsontext.Value) (jsontext.Value, error), seeds ...string) {
+func fuzzParams(f *testing.F, rule func(jsontext.Value) (portico.Params, error), seeds ...string) {
+	decode := send(rule)
 	for _, s := range seeds {
 		f.Add(s)
 	}

@@ -17,11 +17,11 @@ import (
 // misspelt field is reported instead of silently ignored.
 func clientMethods() []portico.Method {
 	row := func(name string, params func(jsontext.Value) error) portico.Method {
-		return portico.Method{Name: name, Cost: DefaultCost, Params: func(raw jsontext.Value) (jsontext.Value, error) {
+		return portico.Method{Name: name, Cost: DefaultCost, Params: func(raw jsontext.Value) (portico.Params, error) {
 			if err := params(raw); err != nil {
-				return nil, err
+				return portico.Params{}, err
 			}
-			return raw, nil
+			return portico.Params{Send: raw}, nil
 		}}
 	}
 	return []portico.Method{

@@ -99,10 +99,10 @@ func TestClientMethodParams(t *testing.T) {
 			if tc.params != "" {
 				raw = jsontext.Value(tc.params)
 			}
-			got, err := row.Params(raw)
+			p, err := row.Params(raw)
 			if tc.err == "" {
-				if err != nil || string(got) != tc.params {
-					t.Fatalf("got %s, %v; want the params forwarded unchanged", got, err)
+				if got := p.Send; err != nil || string(got) != tc.params {
+					t.Fatalf("got %s, %v; want the params forwarded unchanged", p.Send, err)
 				}
 				return
 			}

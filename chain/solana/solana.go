@@ -31,6 +31,9 @@ import (
 	"github.com/porticohq/portico/rpcparams"
 )
 
+// Family is the slot-chain family's name.
+const Family portico.Family = "solana"
+
 // Credit costs of the family's methods.
 const (
 	CostGetBlock = 160
@@ -54,18 +57,18 @@ func Table() portico.Table { return TableFor(Options{}) }
 func TableFor(o Options) portico.Table {
 	params := GetBlockParams
 	if o.NodeServesProcessed {
-		params = func(raw jsontext.Value) (jsontext.Value, error) { return getBlockParams(raw, true) }
+		params = func(raw jsontext.Value) (portico.Params, error) { return getBlockParams(raw, true) }
 	}
 	return portico.Table{
-		Family: portico.FamilySolana,
+		Family: Family,
 		Methods: append([]portico.Method{{
-			Name:      "getBlock",
-			Params:    params,
-			Cost:      CostGetBlock,
-			Cacheable: getBlockCacheable,
+			Name:   "getBlock",
+			Params: params,
+			Cost:   CostGetBlock,
 		}}, clientMethods()...),
 		DefaultCost: DefaultCost,
-		Forward: []string{
+		NamePattern: `^[a-z][A-Za-z0-9]*$`,
+		DefaultAllow: []string{
 			"getAccountInfo", "getBalance", "getBlockHeight", "getBlockCommitment", "getBlockProduction",
 			"getBlockTime", "getBlocks", "getBlocksWithLimit", "getClusterNodes", "getEpochInfo",
 			"getEpochSchedule", "getFeeForMessage", "getFirstAvailableBlock", "getGenesisHash", "getHealth",
@@ -92,63 +95,77 @@ var (
 )
 
 // GetBlockParams checks getBlock's params, [slot, config?], and returns the
-// params to send a real node (see the package comment for the rewrites).
-func GetBlockParams(raw jsontext.Value) (jsontext.Value, error) {
+// params to send a real node (see the package comment for the rewrites). A
+// block asked for at finalized commitment (the default) never changes.
+func GetBlockParams(raw jsontext.Value) (portico.Params, error) {
 	return getBlockParams(raw, false)
 }
 
-func getBlockParams(raw jsontext.Value, passProcessed bool) (jsontext.Value, error) {
+func getBlockParams(raw jsontext.Value, passProcessed bool) (portico.Params, error) {
+	send, commitment, err := getBlockSend(raw, passProcessed)
+	if err != nil {
+		return portico.Params{}, err
+	}
+	out := portico.Params{Send: send}
+	if commitment == "" || commitment == "finalized" {
+		out.Cache = portico.Immutable
+	}
+	return out, nil
+}
+
+// getBlockSend checks the params and returns those to send and the
+// commitment asked for ("" when none).
+func getBlockSend(raw jsontext.Value, passProcessed bool) (_ jsontext.Value, commitment string, _ error) {
 	p, err := rpcparams.Positional(raw, 1, "slot", "config")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if _, err := rpcparams.Uint(p[0], 1, "slot", rpcparams.MaxUint64); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if len(p) == 1 || p[1].Kind() == 'n' {
-		return appendParams(p[0], `{"rewards":false}`), nil
+		return appendParams(p[0], `{"rewards":false}`), "", nil
 	}
 	if p[1].Kind() == '"' {
 		enc, err := rpcparams.Enum(p[1], 2, "config", bareEncodings...)
 		if err != nil {
-			return nil, rpcparams.Errorf(2, "config", "want an object or an encoding (json, jsonParsed, base58, base64), got %s", rpcparams.Describe(p[1]))
+			return nil, "", rpcparams.Errorf(2, "config", "want an object or an encoding (json, jsonParsed, base58, base64), got %s", rpcparams.Describe(p[1]))
 		}
-		return appendParams(p[0], `{"encoding":`+strconv.Quote(enc)+`,"rewards":false}`), nil
+		return appendParams(p[0], `{"encoding":`+strconv.Quote(enc)+`,"rewards":false}`), "", nil
 	}
 	cfg, err := rpcparams.Object(p[1], 2, "config", configFields...)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if v, ok := cfg["encoding"]; ok {
 		if _, err := rpcparams.Enum(v, 2, "config.encoding", encodings...); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if v, ok := cfg["transactionDetails"]; ok {
 		if _, err := rpcparams.Enum(v, 2, "config.transactionDetails", transactionDetails...); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if v, ok := cfg["rewards"]; ok {
 		if _, err := rpcparams.Bool(v, 2, "config.rewards"); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	commitment := ""
 	if v, ok := cfg["commitment"]; ok {
 		if commitment, err = rpcparams.Enum(v, 2, "config.commitment", commitments...); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if v, ok := cfg["maxSupportedTransactionVersion"]; ok {
 		if _, err := rpcparams.Uint(v, 2, "config.maxSupportedTransactionVersion", 255); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	_, hasRewards := cfg["rewards"]
 	rewrite := commitment == "processed" && !passProcessed
 	if hasRewards && !rewrite {
-		return raw, nil // nothing to change: forward the caller's bytes
+		return raw, commitment, nil // nothing to change: forward the caller's bytes
 	}
 	// Rebuild the config in a fixed order with the seed's rules applied.
 	var b bytes.Buffer
@@ -172,7 +189,7 @@ func getBlockParams(raw jsontext.Value, passProcessed bool) (jsontext.Value, err
 		b.Write(v)
 	}
 	b.WriteByte('}')
-	return appendParams(p[0], b.String()), nil
+	return appendParams(p[0], b.String()), commitment, nil
 }
 
 func appendParams(slot jsontext.Value, config string) jsontext.Value {
@@ -184,20 +201,3 @@ func appendParams(slot jsontext.Value, config string) jsontext.Value {
 	return append(out, ']')
 }
 
-// getBlockCacheable: a finalized block never changes. A block that exists,
-// asked for at finalized commitment (the default), may be cached.
-func getBlockCacheable(params, result jsontext.Value) bool {
-	if len(result) == 0 || result.Kind() != '{' {
-		return false
-	}
-	p, err := rpcparams.Positional(params, 1, "slot", "config")
-	if err != nil || len(p) < 2 || p[1].Kind() != '{' {
-		return err == nil
-	}
-	cfg, err := rpcparams.Object(p[1], 2, "config", configFields...)
-	if err != nil {
-		return false
-	}
-	c, ok := cfg["commitment"]
-	return !ok || string(c) == `"finalized"`
-}

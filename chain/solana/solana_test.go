@@ -68,7 +68,8 @@ func TestGetBlockParams(t *testing.T) {
 			if tc.params != "" {
 				raw = jsontext.Value(tc.params)
 			}
-			got, err := solana.GetBlockParams(raw)
+			p, err := solana.GetBlockParams(raw)
+			got := p.Send
 			if tc.err {
 				var pe *portico.ParamsError
 				if !errors.As(err, &pe) || err.Error() != tc.want {
@@ -85,22 +86,25 @@ func TestGetBlockParams(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	tb := solana.Table()
-	if tb.Family != portico.FamilySolana || len(tb.Methods) != 17 || tb.Methods[0].Name != "getBlock" || tb.Methods[0].Cost != 160 || tb.DefaultCost != 80 {
+	if tb.Family != solana.Family || len(tb.Methods) != 17 || tb.Methods[0].Name != "getBlock" || tb.Methods[0].Cost != 160 || tb.DefaultCost != 80 {
 		t.Fatalf("%+v", tb)
 	}
-	cache := tb.Methods[0].Cacheable
+	// A block asked for at finalized commitment (the default) is
+	// immutable; the params rule says so in its one scan.
 	cases := []struct {
-		params, result string
-		want           bool
+		params string
+		want   portico.Cacheability
 	}{
-		{`[1,{"rewards":false}]`, `{"blockhash":"x"}`, true},
-		{`[1,{"commitment":"finalized"}]`, `{"blockhash":"x"}`, true},
-		{`[1,{"commitment": "confirmed"}]`, `{"blockhash":"x"}`, false},
-		{`[1,{"rewards":false}]`, `null`, false},
+		{`[1]`, portico.Immutable},
+		{`[1,"base64"]`, portico.Immutable},
+		{`[1,{"rewards":false}]`, portico.Immutable},
+		{`[1,{"commitment":"finalized"}]`, portico.Immutable},
+		{`[1,{"commitment": "confirmed"}]`, portico.NotCacheable},
+		{`[1,{"commitment":"processed"}]`, portico.NotCacheable},
 	}
 	for _, c := range cases {
-		if got := cache(jsontext.Value(c.params), jsontext.Value(c.result)); got != c.want {
-			t.Errorf("Cacheable(%s, %s) = %v", c.params, c.result, got)
+		if p, err := tb.Methods[0].Params(jsontext.Value(c.params)); err != nil || p.Cache != c.want {
+			t.Errorf("Params(%s).Cache = %v, %v", c.params, p.Cache, err)
 		}
 	}
 }
@@ -113,7 +117,8 @@ func FuzzGetBlockParams(f *testing.F) {
 		if !jsontext.Value(s).IsValid() {
 			return // the envelope decoder refuses invalid JSON before us
 		}
-		out, err := solana.GetBlockParams(jsontext.Value(s))
+		p, err := solana.GetBlockParams(jsontext.Value(s))
+		out := p.Send
 		if err != nil {
 			var pe *portico.ParamsError
 			if !errors.As(err, &pe) || !strings.HasPrefix(err.Error(), "invalid params: ") {
@@ -126,7 +131,8 @@ func FuzzGetBlockParams(f *testing.F) {
 		}
 		// What is forwarded must itself pass, unchanged apart from the
 		// seed's rewrites being idempotent.
-		again, err := solana.GetBlockParams(out)
+		p2, err := solana.GetBlockParams(out)
+		again := p2.Send
 		if err != nil {
 			t.Fatalf("forwarded params %s refused: %v", out, err)
 		}
@@ -150,9 +156,9 @@ func TestTableForProcessed(t *testing.T) {
 		{solana.Options{NodeServesProcessed: true}, `[7]`, `[7,{"rewards":false}]`},
 	}
 	for _, c := range cases {
-		got, err := solana.TableFor(c.opts).Methods[0].Params(jsontext.Value(c.params))
-		if err != nil || string(got) != c.want {
-			t.Errorf("%+v %s: got %s, %v; want %s", c.opts, c.params, got, err, c.want)
+		p, err := solana.TableFor(c.opts).Methods[0].Params(jsontext.Value(c.params))
+		if got := p.Send; err != nil || string(got) != c.want {
+			t.Errorf("%+v %s: got %s, %v; want %s", c.opts, c.params, p.Send, err, c.want)
 		}
 	}
 	if _, err := solana.TableFor(solana.Options{NodeServesProcessed: true}).Methods[0].Params(jsontext.Value(`[7,{"commitment":"recent"}]`)); err == nil {

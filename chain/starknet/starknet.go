@@ -23,6 +23,9 @@ import (
 	"github.com/porticohq/portico/rpcparams"
 )
 
+// Family is the rollup family's name.
+const Family portico.Family = "starknet"
+
 // Credit costs of the family's methods. getEvents scans a block range, so
 // it costs more than a single block read.
 const (
@@ -61,7 +64,7 @@ var (
 // Table returns the rollup family's method table.
 func Table() portico.Table {
 	return portico.Table{
-		Family: portico.FamilyStarknet,
+		Family: Family,
 		Methods: []portico.Method{
 			{
 				Name:    "starknet_getEvents",
@@ -72,9 +75,8 @@ func Table() portico.Table {
 			{
 				Name:      "starknet_getStateUpdate",
 				Aliases:   []string{"rollup_getStateUpdate"},
-				Params:    GetStateUpdateParams,
-				Cost:      CostGetStateUpdate,
-				Cacheable: stateUpdateCacheable,
+				Params:  GetStateUpdateParams,
+				Cost:    CostGetStateUpdate,
 			},
 			{Name: "starknet_blockNumber", Aliases: []string{"rollup_blockNumber"}, Params: NoParams, Cost: DefaultCost},
 			{Name: "starknet_blockHashAndNumber", Aliases: []string{"rollup_blockHashAndNumber"}, Params: NoParams, Cost: DefaultCost},
@@ -95,7 +97,8 @@ func Table() portico.Table {
 		},
 		DefaultCost:   DefaultCost,
 		AliasPrefixes: map[string]string{"rollup_": "starknet_"},
-		Forward: []string{
+		NamePattern:   `^(starknet|rollup)_[A-Za-z0-9]+$`,
+		DefaultAllow: []string{
 			"starknet_call", "starknet_estimateFee", "starknet_estimateMessageFee", "starknet_getBlockTransactionCount",
 			"starknet_getBlockWithReceipts", "starknet_getBlockWithTxs",
 			"starknet_getClass", "starknet_getClassAt", "starknet_getClassHashAt", "starknet_getNonce",
@@ -157,67 +160,67 @@ func pos(named bool, i int) int {
 
 // GetEventsParams checks {filter} or [filter]. Params are forwarded as
 // they came.
-func GetEventsParams(raw jsontext.Value) (jsontext.Value, error) {
+func GetEventsParams(raw jsontext.Value) (portico.Params, error) {
 	p, named, err := splitParams(raw, 1, "filter")
 	if err != nil {
-		return nil, err
+		return portico.Params{}, err
 	}
 	at := pos(named, 0)
 	f, err := rpcparams.Object(p["filter"], at, "filter", filterFields...)
 	if err != nil {
-		return nil, err
+		return portico.Params{}, err
 	}
 	for _, name := range []string{"from_block", "to_block", "chunk_size"} {
 		if _, ok := f[name]; !ok {
-			return nil, rpcparams.Errorf(at, "filter."+name, "missing; it is required")
+			return portico.Params{}, rpcparams.Errorf(at, "filter."+name, "missing; it is required")
 		}
 	}
-	if err := blockID(f["from_block"], at, "filter.from_block"); err != nil {
-		return nil, err
+	if _, err := blockID(f["from_block"], at, "filter.from_block"); err != nil {
+		return portico.Params{}, err
 	}
-	if err := blockID(f["to_block"], at, "filter.to_block"); err != nil {
-		return nil, err
+	if _, err := blockID(f["to_block"], at, "filter.to_block"); err != nil {
+		return portico.Params{}, err
 	}
 	if v, ok := f["address"]; ok {
 		if v.Kind() == '[' {
 			addrs, err := rpcparams.Array(v, at, "filter.address")
 			if err != nil {
-				return nil, err
+				return portico.Params{}, err
 			}
 			for i, a := range addrs {
 				if err := felt(a, at, rpcparams.Index("filter.address", i)); err != nil {
-					return nil, err
+					return portico.Params{}, err
 				}
 			}
 		} else if err := felt(v, at, "filter.address"); err != nil {
-			return nil, err
+			return portico.Params{}, err
 		}
 	}
 	if v, ok := f["keys"]; ok {
 		if err := keys(v, at); err != nil {
-			return nil, err
+			return portico.Params{}, err
 		}
 	}
 	size, err := rpcparams.Uint(f["chunk_size"], at, "filter.chunk_size", rpcparams.MaxUint64)
 	if err != nil {
-		return nil, err
+		return portico.Params{}, err
 	}
 	if size == 0 {
-		return nil, rpcparams.Errorf(at, "filter.chunk_size", "must be at least 1, got 0")
+		return portico.Params{}, rpcparams.Errorf(at, "filter.chunk_size", "must be at least 1, got 0")
 	}
 	if size > MaxChunkSize {
-		return nil, ErrPageSizeTooBig
+		return portico.Params{}, ErrPageSizeTooBig
 	}
 	if v, ok := f["continuation_token"]; ok {
 		tok, err := rpcparams.String(v, at, "filter.continuation_token")
 		if err != nil {
-			return nil, err
+			return portico.Params{}, err
 		}
 		if tok == "" {
-			return nil, rpcparams.Errorf(at, "filter.continuation_token", "must not be empty; leave it out for the first page")
+			return portico.Params{}, rpcparams.Errorf(at, "filter.continuation_token", "must not be empty; leave it out for the first page")
 		}
 	}
-	return raw, nil
+	return portico.Params{Send: raw}, nil
 }
 
 // keys checks an array of arrays of felts: OR within a position, AND across
@@ -251,106 +254,117 @@ func keys(v jsontext.Value, at int) error {
 }
 
 // GetStateUpdateParams checks {block_id, contract_addresses?} or the
-// positional form.
-func GetStateUpdateParams(raw jsontext.Value) (jsontext.Value, error) {
+// positional form. The state update of a block named by hash never
+// changes.
+func GetStateUpdateParams(raw jsontext.Value) (portico.Params, error) {
 	p, named, err := splitParams(raw, 1, "block_id", "contract_addresses")
 	if err != nil {
-		return nil, err
+		return portico.Params{}, err
 	}
-	if err := blockID(p["block_id"], pos(named, 0), "block_id"); err != nil {
-		return nil, err
+	byHash, err := blockID(p["block_id"], pos(named, 0), "block_id")
+	if err != nil {
+		return portico.Params{}, err
 	}
 	if v, ok := p["contract_addresses"]; ok {
 		addrs, err := rpcparams.Array(v, pos(named, 1), "contract_addresses")
 		if err != nil {
-			return nil, err
+			return portico.Params{}, err
 		}
 		for i, a := range addrs {
 			if err := felt(a, pos(named, 1), rpcparams.Index("contract_addresses", i)); err != nil {
-				return nil, err
+				return portico.Params{}, err
 			}
 		}
 	}
-	return raw, nil
+	out := portico.Params{Send: raw}
+	if byHash {
+		out.Cache = portico.Immutable
+	}
+	return out, nil
 }
 
 // NoParams checks the params of a method that takes none: absent, [] or
 // {}.
-func NoParams(raw jsontext.Value) (jsontext.Value, error) {
+func NoParams(raw jsontext.Value) (portico.Params, error) {
 	switch {
 	case len(raw) == 0:
-		return raw, nil
+		return portico.Params{Send: raw}, nil
 	case raw.Kind() == '[':
 		items, err := rpcparams.Array(raw, 0, "")
 		if err != nil {
-			return nil, err
+			return portico.Params{}, err
 		}
 		if len(items) > 0 {
-			return nil, rpcparams.Errorf(1, "", "this method takes no params, got %d", len(items))
+			return portico.Params{}, rpcparams.Errorf(1, "", "this method takes no params, got %d", len(items))
 		}
-		return raw, nil
+		return portico.Params{Send: raw}, nil
 	case raw.Kind() == '{':
 		if _, err := rpcparams.Object(raw, 0, ""); err != nil {
-			return nil, rpcparams.Errorf(0, "", "this method takes no params, got an object with members")
+			return portico.Params{}, rpcparams.Errorf(0, "", "this method takes no params, got an object with members")
 		}
-		return raw, nil
+		return portico.Params{Send: raw}, nil
 	}
-	return nil, rpcparams.Errorf(0, "", "this method takes no params, got %s", rpcparams.Describe(raw))
+	return portico.Params{}, rpcparams.Errorf(0, "", "this method takes no params, got %s", rpcparams.Describe(raw))
 }
 
 // GetBlockParams checks {block_id} or [block_id], the params of
-// getBlockWithTxHashes.
-func GetBlockParams(raw jsontext.Value) (jsontext.Value, error) {
+// getBlockWithTxHashes. A block named by hash never changes.
+func GetBlockParams(raw jsontext.Value) (portico.Params, error) {
 	p, named, err := splitParams(raw, 1, "block_id")
 	if err != nil {
-		return nil, err
+		return portico.Params{}, err
 	}
-	if err := blockID(p["block_id"], pos(named, 0), "block_id"); err != nil {
-		return nil, err
+	byHash, err := blockID(p["block_id"], pos(named, 0), "block_id")
+	if err != nil {
+		return portico.Params{}, err
 	}
-	return raw, nil
+	out := portico.Params{Send: raw}
+	if byHash {
+		out.Cache = portico.Immutable
+	}
+	return out, nil
 }
 
 // GetTransactionReceiptParams checks {transaction_hash} or
 // [transaction_hash].
-func GetTransactionReceiptParams(raw jsontext.Value) (jsontext.Value, error) {
+func GetTransactionReceiptParams(raw jsontext.Value) (portico.Params, error) {
 	p, named, err := splitParams(raw, 1, "transaction_hash")
 	if err != nil {
-		return nil, err
+		return portico.Params{}, err
 	}
 	if err := felt(p["transaction_hash"], pos(named, 0), "transaction_hash"); err != nil {
-		return nil, err
+		return portico.Params{}, err
 	}
-	return raw, nil
+	return portico.Params{Send: raw}, nil
 }
 
 // blockID checks a BLOCK_ID: {block_hash} or {block_number}, exactly one,
-// or a tag.
-func blockID(v jsontext.Value, at int, field string) error {
+// or a tag. byHash reports the first form.
+func blockID(v jsontext.Value, at int, field string) (byHash bool, _ error) {
 	const want = `want {"block_hash": felt}, {"block_number": integer} or one of latest, pending, pre_confirmed, l1_accepted`
 	switch v.Kind() {
 	case '"':
 		if _, err := rpcparams.Enum(v, at, field, blockTags...); err != nil {
-			return rpcparams.Errorf(at, field, "%s, got %s", want, rpcparams.Describe(v))
+			return false, rpcparams.Errorf(at, field, "%s, got %s", want, rpcparams.Describe(v))
 		}
-		return nil
+		return false, nil
 	case '{':
 		obj, err := rpcparams.Object(v, at, field, "block_hash", "block_number")
 		if err != nil {
-			return err
+			return false, err
 		}
 		h, hasHash := obj["block_hash"]
 		n, hasNum := obj["block_number"]
 		switch {
 		case hasHash == hasNum:
-			return rpcparams.Errorf(at, field, "set exactly one of block_hash and block_number")
+			return false, rpcparams.Errorf(at, field, "set exactly one of block_hash and block_number")
 		case hasHash:
-			return felt(h, at, field+".block_hash")
+			return true, felt(h, at, field+".block_hash")
 		}
 		_, err = rpcparams.Uint(n, at, field+".block_number", rpcparams.MaxUint64)
-		return err
+		return false, err
 	}
-	return rpcparams.Errorf(at, field, "%s, got %s", want, rpcparams.Describe(v))
+	return false, rpcparams.Errorf(at, field, "%s, got %s", want, rpcparams.Describe(v))
 }
 
 // felt checks a field element: 0x and 1 to 64 hex digits, below the
@@ -368,23 +382,4 @@ func felt(v jsontext.Value, at int, field string) error {
 		return rpcparams.Errorf(at, field, "felt is not below the field prime 2^251+17*2^192+1: %s", rpcparams.Describe(v))
 	}
 	return nil
-}
-
-// stateUpdateCacheable: the state update of a block named by hash never
-// changes once the block exists.
-func stateUpdateCacheable(params, result jsontext.Value) bool {
-	if len(result) == 0 || result.Kind() != '{' {
-		return false
-	}
-	p, named, err := splitParams(params, 1, "block_id", "contract_addresses")
-	if err != nil {
-		return false
-	}
-	id := p["block_id"]
-	if id.Kind() != '{' {
-		return false
-	}
-	obj, err := rpcparams.Object(id, pos(named, 0), "block_id", "block_hash", "block_number")
-	_, byHash := obj["block_hash"]
-	return err == nil && byHash
 }

@@ -20,8 +20,17 @@ type paramsCase struct {
 	code   int    // the error code when it is not -32602
 }
 
-func run(t *testing.T, f func(jsontext.Value) (jsontext.Value, error), cases []paramsCase) {
+// send adapts a params rule to the params it sends.
+func send(rule func(jsontext.Value) (portico.Params, error)) func(jsontext.Value) (jsontext.Value, error) {
+	return func(raw jsontext.Value) (jsontext.Value, error) {
+		p, err := rule(raw)
+		return p.Send, err
+	}
+}
+
+func run(t *testing.T, rule func(jsontext.Value) (portico.Params, error), cases []paramsCase) {
 	t.Helper()
+	f := send(rule)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var raw jsontext.Value
@@ -127,25 +136,30 @@ func TestTable(t *testing.T) {
 	if tb.Methods[0].Cost != 200 || tb.Methods[1].Cost != 160 || tb.AliasPrefixes["rollup_"] != "starknet_" {
 		t.Fatalf("%+v", tb)
 	}
-	cache := tb.Methods[1].Cacheable
+	// A state update or block named by hash is immutable; the params rule
+	// says so in its one scan.
+	update, block := tb.Methods[1].Params, starknet.GetBlockParams
 	cases := []struct {
-		params, result string
-		want           bool
+		rule   func(jsontext.Value) (portico.Params, error)
+		params string
+		want   portico.Cacheability
 	}{
-		{`{"block_id":{"block_hash":"0x1"}}`, `{"block_hash":"0x1"}`, true},
-		{`[{"block_hash":"0x1"}]`, `{"block_hash":"0x1"}`, true},
-		{`{"block_id":{"block_number":1}}`, `{}`, false},
-		{`{"block_id":"latest"}`, `{}`, false},
-		{`{"block_id":{"block_hash":"0x1"}}`, `null`, false},
+		{update, `{"block_id":{"block_hash":"0x1"}}`, portico.Immutable},
+		{update, `[{"block_hash":"0x1"}]`, portico.Immutable},
+		{update, `{"block_id":{"block_number":1}}`, portico.NotCacheable},
+		{update, `{"block_id":"latest"}`, portico.NotCacheable},
+		{block, `{"block_id":{"block_hash":"0x1"}}`, portico.Immutable},
+		{block, `["l1_accepted"]`, portico.NotCacheable},
 	}
 	for _, c := range cases {
-		if got := cache(jsontext.Value(c.params), jsontext.Value(c.result)); got != c.want {
-			t.Errorf("Cacheable(%s) = %v", c.params, got)
+		if p, err := c.rule(jsontext.Value(c.params)); err != nil || p.Cache != c.want {
+			t.Errorf("Params(%s).Cache = %v, %v", c.params, p.Cache, err)
 		}
 	}
 }
 
-func fuzzParams(f *testing.F, decode func(jsontext.Value) (jsontext.Value, error), seeds ...string) {
+func fuzzParams(f *testing.F, rule func(jsontext.Value) (portico.Params, error), seeds ...string) {
+	decode := send(rule)
 	for _, s := range seeds {
 		f.Add(s)
 	}
@@ -222,7 +236,7 @@ func TestTableRows(t *testing.T) {
 		if !ok || m.Params == nil || len(m.Aliases) != 1 || m.Aliases[0] != "rollup_"+name {
 			t.Errorf("row starknet_%s: %+v", name, m)
 		}
-		for _, f := range tb.Forward {
+		for _, f := range tb.DefaultAllow {
 			if f == "starknet_"+name {
 				t.Errorf("%s is both a row and in Forward", f)
 			}

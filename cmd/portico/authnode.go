@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+
 	"github.com/porticohq/portico/auth/eccrypto"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keynet"

@@ -29,7 +29,6 @@ import (
 
 	"github.com/porticohq/portico/authd/keynet"
 	"github.com/porticohq/portico/authd/keynet/sss"
-	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/internal/testsvc"
 )
 
@@ -525,7 +524,7 @@ func TestAuthNodeDocCommands(t *testing.T) {
 			}
 		default:
 			var cli CLI
-			parser, err := kong.New(&cli, kong.Name("portico"), kong.Vars{"default_listen": config.DefaultListen},
+			parser, err := kong.New(&cli, kong.Name("portico"), cliVars(),
 				kong.Exit(func(int) { t.Fatalf("%v: kong exited", args) }))
 			if err != nil {
 				t.Fatal(err)

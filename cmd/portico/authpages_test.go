@@ -17,6 +17,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
 	"github.com/porticohq/portico/auth"
 )
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/devnet/anvil"
+	"github.com/porticohq/portico/devnet/evmdevnet"
 	"github.com/porticohq/portico/devnet/evmtx"
 )
 
@@ -29,7 +30,7 @@ func TestEVMEmbeddedGeth(t *testing.T) {
 	traffic := false
 	cfg.Networks = []config.Network{{Name: "evm-devnet", Family: "evm", Devnet: config.Devnet{BlockPeriod: -1, Traffic: &traffic}}}
 	s := start(t, cfg)
-	d := s.m.Devnets["evm-devnet"]
+	d := s.m.Devnets["evm-devnet"].(*evmdevnet.Devnet)
 	var txs []common.Hash
 	for range 2 {
 		hashes, err := d.SendTraffic(ctx)

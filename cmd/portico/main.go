@@ -20,9 +20,10 @@ import (
 // CLI is the command line of portico.
 type CLI struct {
 	Serve   ServeCmd   `cmd:"" help:"Run the gateway (with embedded devnets where no upstream is configured)."`
-	Devnet  DevnetCmd  `cmd:"" help:"Run one embedded devnet alone as a JSON-RPC node."`
+	Devnet  DevnetCmd  `cmd:"" help:"Run one family's embedded devnet alone as a JSON-RPC node."`
 	Keys    KeysCmd    `cmd:"" help:"Manage API keys in the key store."`
 	Usage   UsageCmd   `cmd:"" help:"Show calls and credits per key, day and method."`
+	Config  ConfigCmd  `cmd:"" help:"Check a config file without serving."`
 	Version VersionCmd `cmd:"" help:"Print the version."`
 	Auth    AuthCmd    `cmd:"" help:"Run the auth server (login pages, session server, key network), a key network node, or migrate an auth SDK config."`
 }
@@ -42,6 +43,11 @@ func main() {
 	}
 }
 
+// cliVars are the variables of the CLI's help and enum tags.
+func cliVars() kong.Vars {
+	return kong.Vars{"default_listen": config.DefaultListen, "families": familyNames()}
+}
+
 // run parses args and runs the chosen command.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cli CLI
@@ -52,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		kong.Writers(stdout, stderr),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(&Streams{Out: stdout, Err: stderr}),
-		kong.Vars{"default_listen": config.DefaultListen},
+		cliVars(),
 	)
 	if err != nil {
 		return err

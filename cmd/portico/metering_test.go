@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/chain/evm"
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/internal/testsvc"
 	"github.com/porticohq/portico/metering"
@@ -50,7 +50,7 @@ func (n *okNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func meteredConfig(t *testing.T, node string, dataDir string) config.Config {
 	cfg := config.DefaultConfig()
 	cfg.DataDir = dataDir
-	cfg.Networks = []config.Network{{Name: "evm", Family: portico.FamilyEVM, Upstreams: []config.Upstream{{URL: node}}}}
+	cfg.Networks = []config.Network{{Name: "evm", Family: evm.Family, Upstreams: []config.Upstream{{URL: node}}}}
 	cfg.Keys = []config.Key{{Name: "cfg", Key: "config-key-config-key-config-key-0001", DailyCredits: 1_000_000}}
 	return cfg
 }
@@ -319,7 +319,7 @@ func TestKeyAllowlists(t *testing.T) {
 	node := httptest.NewServer(&okNode{})
 	defer node.Close()
 	cfg := meteredConfig(t, node.URL, t.TempDir())
-	cfg.Networks = append(cfg.Networks, config.Network{Name: "evm2", Family: portico.FamilyEVM, Upstreams: []config.Upstream{{URL: node.URL}}})
+	cfg.Networks = append(cfg.Networks, config.Network{Name: "evm2", Family: evm.Family, Upstreams: []config.Upstream{{URL: node.URL}}})
 	s := start(t, cfg)
 	ctx := context.Background()
 	_, secret, err := s.m.Store.Create(ctx, store.NewKey{Name: "narrow", DailyCredits: 10_000,

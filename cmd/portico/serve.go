@@ -12,7 +12,6 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,13 +21,8 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/admin"
-	"github.com/porticohq/portico/chain/evm"
-	"github.com/porticohq/portico/chain/solana"
-	"github.com/porticohq/portico/chain/starknet"
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/devnet/evmdevnet"
-	"github.com/porticohq/portico/devnet/solanadevnet"
-	"github.com/porticohq/portico/devnet/starknetdevnet"
+	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/store"
@@ -108,18 +102,15 @@ type Main struct {
 	Key      string     // the dev key, when Config has no keys
 	Shared   string     // the shared listener's address
 	Networks []Endpoint // one per network, in config order
-	// Devnets, SolanaDevnets and StarknetDevnets are the embedded
-	// devnets, by network name.
-	Devnets         map[string]*evmdevnet.Devnet
-	SolanaDevnets   map[string]*solanadevnet.Devnet
-	StarknetDevnets map[string]*starknetdevnet.Devnet
+	// Devnets are the embedded devnets, by network name.
+	Devnets map[string]families.Devnet
 	// Store holds keys and usage; Meter charges calls (nil when off).
 	Store *store.Store
 	Meter *metering.Meter
 
 	log     *slog.Logger
 	gw      *gateway.Gateway
-	cache   *upstream.Cache
+	cache   *gateway.Cache
 	servers []*fasthttp.Server
 	// listeners are closed after Shutdown too: a server whose Serve had
 	// not started yet when Shutdown ran would otherwise accept forever.
@@ -140,11 +131,12 @@ type Endpoint struct {
 	Host string
 }
 
-// Run validates the config, starts devnets and listeners, and prints one
-// ready line per network. It returns once everything serves.
+// Run checks the config (every check of portico config check, before
+// anything is opened), starts devnets and listeners, and prints one ready
+// line per network. It returns once everything serves.
 func (m *Main) Run(ctx context.Context) error {
 	cfg := &m.Config
-	if err := cfg.Validate(); err != nil {
+	if err := checkConfig(cfg); err != nil {
 		return err
 	}
 	m.log = newLogger(m.Stderr, cfg.Log)
@@ -173,7 +165,7 @@ func (m *Main) Run(ctx context.Context) error {
 		gwMeter = meter
 	}
 	if cfg.Cache.MaxBytes > 0 {
-		m.cache = upstream.NewCache(cfg.Cache.MaxBytes)
+		m.cache = gateway.NewCache(cfg.Cache.MaxBytes)
 	}
 
 	var nets []*gateway.Network
@@ -256,6 +248,10 @@ func (m *Main) listen(addr string, h fasthttp.RequestHandler) (string, error) {
 // network builds one network: its method table and its upstream pool,
 // starting an embedded devnet when it has no upstream.
 func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network, error) {
+	fam, err := families.Get(n.Family)
+	if err != nil {
+		return nil, err
+	}
 	var members []upstream.Member
 	for _, u := range n.Upstreams {
 		node, err := upstream.Dial(u.URL, nil)
@@ -268,29 +264,15 @@ func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network
 		}
 		members = append(members, upstream.Member{Name: name, Node: node})
 	}
-	embedded := false
-	if len(members) == 0 && !n.Devnet.Disabled {
-		member, err := m.devnet(ctx, n)
+	embedded := len(members) == 0 && !n.Devnet.Disabled
+	if embedded {
+		member, err := m.devnet(ctx, fam, n)
 		if err != nil {
 			return nil, err
 		}
-		if member != nil {
-			members = append(members, *member)
-			embedded = true
-		}
+		members = append(members, member)
 	}
-	var table portico.Table
-	switch n.Family {
-	case portico.FamilySolana:
-		// The embedded devnet serves processed blocks, as the seed
-		// describes them; agave does not.
-		table = solana.TableFor(solana.Options{NodeServesProcessed: embedded})
-	case portico.FamilyEVM:
-		table = evm.Table()
-	case portico.FamilyStarknet:
-		table = starknet.Table()
-	}
-	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{Allow: n.Methods, Costs: n.Costs, DefaultCost: n.DefaultCost})
+	methods, err := gateway.NewMethods(fam.Table(embedded), gateway.MethodsConfig{Allow: n.Methods, Costs: n.Costs, DefaultCost: n.DefaultCost})
 	if err != nil {
 		return nil, err
 	}
@@ -304,111 +286,48 @@ func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network
 	return &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Upstream: pool}, nil
 }
 
-// devnet starts the family's embedded devnet and returns it as an upstream
-// member.
-func (m *Main) devnet(ctx context.Context, n *config.Network) (*upstream.Member, error) {
-	dataDir := ""
-	if m.Config.DataDir != "" {
-		dataDir = filepath.Join(m.Config.DataDir, n.Name)
+// devnet starts the family's embedded devnet for network n, prints what
+// it offers, and returns it as an upstream member called in-process.
+func (m *Main) devnet(ctx context.Context, fam families.Family, n *config.Network) (upstream.Member, error) {
+	d, err := fam.NewDevnet(devnetConfig(m.Config.DataDir, m.log, n))
+	if err != nil {
+		return upstream.Member{}, err
 	}
-	traffic := n.Devnet.Traffic == nil || *n.Devnet.Traffic
-	logger := m.log.With("devnet", n.Name)
-	var (
-		handler http.Handler
-		allow   func(string) bool
-	)
-	switch n.Family {
-	case portico.FamilyEVM:
-		d, err := evmdevnet.New(evmdevnet.Config{
-			BlockPeriod: n.Devnet.BlockPeriod,
-			Accounts:    n.Devnet.Accounts,
-			Traffic:     traffic,
-			GenesisFile: n.Devnet.Genesis,
-			ChainRLP:    n.Devnet.ChainRLP,
-			DataDir:     dataDir,
-			Logger:      logger,
-		})
-		if err := m.startDevnet(ctx, d, err); err != nil {
-			return nil, err
-		}
-		if m.Devnets == nil {
-			m.Devnets = map[string]*evmdevnet.Devnet{}
-		}
-		m.Devnets[n.Name] = d
-		handler, allow = d.RPCHandler(), inNamespaces(evmdevnet.Modules())
-		fmt.Fprintf(m.Stdout, "%s: embedded go-ethereum devnet at %s, chain id %s, prefunded dev accounts (test keys, never use them elsewhere):\n", n.Name, d.HTTPURL(), d.ChainID())
-		for _, a := range d.Accounts() {
-			fmt.Fprintf(m.Stdout, "  %s  key %s\n", a.Address.Hex(), a.KeyHex())
-		}
-	case portico.FamilySolana:
-		d, err := solanadevnet.New(solanadevnet.Config{
-			DataDir:    dataDir,
-			SlotPeriod: n.Devnet.BlockPeriod,
-			KeepSlots:  n.Devnet.KeepSlots,
-			Traffic:    traffic,
-			Logger:     logger,
-		})
-		if err := m.startDevnet(ctx, d, err); err != nil {
-			return nil, err
-		}
-		if m.SolanaDevnets == nil {
-			m.SolanaDevnets = map[string]*solanadevnet.Devnet{}
-		}
-		m.SolanaDevnets[n.Name] = d
-		handler = d.Handler()
-		fmt.Fprintf(m.Stdout, "%s: embedded slot-chain devnet, faucet %s (requestAirdrop funds any account)\n", n.Name, d.Faucet().PublicKey())
-	case portico.FamilyStarknet:
-		d, err := starknetdevnet.New(starknetdevnet.Config{
-			DataDir:     dataDir,
-			BlockPeriod: n.Devnet.BlockPeriod,
-			Traffic:     traffic && n.Devnet.BlockPeriod >= 0,
-			Logger:      logger,
-		})
-		if err := m.startDevnet(ctx, d, err); err != nil {
-			return nil, err
-		}
-		if m.StarknetDevnets == nil {
-			m.StarknetDevnets = map[string]*starknetdevnet.Devnet{}
-		}
-		m.StarknetDevnets[n.Name] = d
-		handler = d.Handler()
-		fmt.Fprintf(m.Stdout, "%s: embedded rollup devnet, chain id %s, spec %s\n", n.Name, starknetdevnet.DefaultChainID, starknetdevnet.SpecVersion)
-	default:
-		return nil, nil
+	m.closers = append(m.closers, d)
+	if err := d.Start(ctx); err != nil {
+		return upstream.Member{}, err
 	}
-	if handler == nil {
-		return nil, fmt.Errorf("embedded %s devnet has no JSON-RPC handler", n.Family)
+	if m.Devnets == nil {
+		m.Devnets = map[string]families.Devnet{}
 	}
+	m.Devnets[n.Name] = d
+	h := d.Handler()
+	if h == nil {
+		return upstream.Member{}, fmt.Errorf("embedded %s devnet has no JSON-RPC handler", n.Family)
+	}
+	fmt.Fprintf(m.Stdout, "%s: %s\n", n.Name, d.Info())
 	// The devnet also listens on loopback for its own clients; the
 	// gateway calls its handler in-process, through the same Node
 	// interface as a remote node.
-	return &upstream.Member{Name: n.Name + "/embedded", Node: upstream.NewHandler(handler, allow, nil)}, nil
+	return upstream.Member{Name: n.Name + "/embedded", Node: upstream.NewInProcess(h, nil)}, nil
 }
 
-// inNamespaces allows the methods of the given RPC namespaces
-// ("eth" allows eth_getProof).
-func inNamespaces(namespaces []string) func(string) bool {
-	return func(method string) bool {
-		ns, _, ok := strings.Cut(method, "_")
-		return ok && slices.Contains(namespaces, ns)
+// devnetConfig is the embedded devnet's configuration for network n: its
+// chain under dataDir/<network>.
+func devnetConfig(dataDir string, log *slog.Logger, n *config.Network) families.DevnetConfig {
+	if dataDir != "" {
+		dataDir = filepath.Join(dataDir, n.Name)
 	}
-}
-
-// startDevnet takes the result of a devnet's New: on success it registers
-// the devnet to be closed with the others and starts it.
-func (m *Main) startDevnet(ctx context.Context, d runningDevnet, newErr error) error {
-	if newErr != nil {
-		return newErr
+	return families.DevnetConfig{
+		DataDir:     dataDir,
+		BlockPeriod: n.Devnet.BlockPeriod,
+		Traffic:     n.Devnet.Traffic == nil || *n.Devnet.Traffic,
+		Accounts:    n.Devnet.Accounts,
+		KeepSlots:   n.Devnet.KeepSlots,
+		GenesisFile: n.Devnet.Genesis,
+		ChainRLP:    n.Devnet.ChainRLP,
+		Logger:      log.With("devnet", n.Name),
 	}
-	m.closers = append(m.closers, d)
-	return d.Start(ctx)
-}
-
-// probe is a harmless call per family for the ready line's curl.
-var probe = map[portico.Family]string{
-	portico.FamilySolana:   "getSlot",
-	portico.FamilyEVM:      "eth_blockNumber",
-	portico.FamilyStarknet: "starknet_blockNumber",
 }
 
 // printReady prints one line per network with its URLs and a curl.
@@ -433,8 +352,9 @@ func (m *Main) printReady() {
 		}
 		httpURL := base + "/v3/" + key
 		wsURL := "ws" + strings.TrimPrefix(base, "http") + "/ws/v3/" + key
+		fam, _ := families.Get(ep.Family)
 		fmt.Fprintf(m.Stdout, "%-16s %s  %s  curl -s %s -H 'Content-Type: application/json' -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"}'\n",
-			ep.Name, httpURL, wsURL, httpURL, probe[ep.Family])
+			ep.Name, httpURL, wsURL, httpURL, fam.Probe)
 	}
 }
 

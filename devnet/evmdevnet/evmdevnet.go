@@ -19,7 +19,6 @@ import (
 	"maps"
 	"math/big"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -415,20 +414,6 @@ func (d *Devnet) HTTPURL() string {
 // Modules returns the RPC namespaces the node serves over HTTP and
 // WebSocket.
 func Modules() []string { return []string{"eth", "net", "web3", "debug", "txpool"} }
-
-// RPCHandler returns the node's in-process JSON-RPC handler, for a gateway
-// in the same process; nil before Start. It serves every registered
-// namespace, not only Modules: its caller keeps to those.
-func (d *Devnet) RPCHandler() http.Handler {
-	if !d.started {
-		return nil
-	}
-	h, err := d.stack.RPCHandler()
-	if err != nil {
-		return nil
-	}
-	return h
-}
 
 // WSURL returns the node's WebSocket JSON-RPC endpoint, or "" before Start.
 func (d *Devnet) WSURL() string {

@@ -13,28 +13,35 @@ import (
 	"github.com/porticohq/portico/jsonrpc"
 )
 
-// Handler is a Node served by an http.Handler in this process: an
-// embedded devnet's JSON-RPC handler. Each call is the HTTP POST a remote
-// node would get, handed to the handler without a socket, so the gateway
-// treats an embedded devnet exactly as a remote node (same envelope, same
-// errors, same failover), minus two trips through the kernel.
-type Handler struct {
-	h     http.Handler
-	allow func(method string) bool
-	opts  *Options
+// InProcess is a node served in this process: an embedded devnet's
+// JSON-RPC handler, called without a socket. Each call is the body a
+// remote node would get, so the gateway treats an embedded devnet exactly
+// as a remote node (same envelope, same errors, same failover), minus two
+// trips through the kernel. A handler that can answer a body directly
+// (Server: *jsonrpc.Server is one) is called so; any other http.Handler
+// gets the HTTP POST.
+type InProcess struct {
+	h    http.Handler
+	opts *Options
 }
 
-var _ Node = (*Handler)(nil)
+// Server answers a JSON-RPC body in-process, appending its answer to dst;
+// *jsonrpc.Server is one.
+type Server interface {
+	Serve(ctx context.Context, body, dst []byte) ([]byte, int)
+}
 
-// NewHandler returns a node served by h. allow, when not nil, names the
-// methods the node offers: others get the method-not-found answer a node
-// gives, without reaching h (an in-process handler may serve namespaces
-// its HTTP endpoint keeps private). opts may be nil.
-func NewHandler(h http.Handler, allow func(method string) bool, opts *Options) *Handler {
+var (
+	_ Node   = (*InProcess)(nil)
+	_ Server = (*jsonrpc.Server)(nil)
+)
+
+// NewInProcess returns a node served by h. opts may be nil.
+func NewInProcess(h http.Handler, opts *Options) *InProcess {
 	if opts == nil {
 		opts = &Options{}
 	}
-	return &Handler{h: h, allow: allow, opts: opts}
+	return &InProcess{h: h, opts: opts}
 }
 
 // embeddedURL is the URL of the requests the handler sees.
@@ -44,21 +51,13 @@ const embeddedURL = "http://embedded.invalid/"
 // goroutine so that a call still ends at its deadline if the handler does
 // not watch its context; a panic in it is a failure of this node, not of
 // the gateway.
-func (n *Handler) Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error) {
-	if n.allow != nil && !n.allow(method) {
-		// geth's words for a method outside its enabled namespaces.
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the method " + method + " does not exist/is not available"}
-	}
+func (n *InProcess) Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error) {
 	body := jsonrpc.AppendRequest(nil, []byte("1"), method, params)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, embeddedURL, bytes.NewReader(body))
+	w := &responseBuffer{header: http.Header{}, limit: n.opts.maxResponse()}
+	serve, err := n.serve(ctx, body, w)
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Content-Length", strconv.Itoa(len(body)))
-	req.RemoteAddr = "127.0.0.1:0"
-	w := &responseBuffer{header: http.Header{}, limit: n.opts.maxResponse()}
 	done := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -66,7 +65,7 @@ func (n *Handler) Call(ctx context.Context, method string, params jsontext.Value
 				done <- fmt.Errorf("embedded node panicked: %v", p)
 			}
 		}()
-		n.h.ServeHTTP(w, req)
+		serve()
 		done <- nil
 	}()
 	select {
@@ -96,8 +95,29 @@ func (n *Handler) Call(ctx context.Context, method string, params jsontext.Value
 	return append(dst, r.Result...), nil
 }
 
+// serve returns the function that answers body into w: the handler's own
+// Serve when it has one, else an HTTP POST.
+func (n *InProcess) serve(ctx context.Context, body []byte, w *responseBuffer) (func(), error) {
+	if s, ok := n.h.(Server); ok {
+		return func() {
+			out, status := s.Serve(ctx, body, nil)
+			w.WriteHeader(status)
+			_, _ = w.Write(out)
+		}, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, embeddedURL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	req.RemoteAddr = "127.0.0.1:0"
+	return func() { n.h.ServeHTTP(w, req) }, nil
+}
+
 // Close does nothing: the handler's owner stops it.
-func (n *Handler) Close() error { return nil }
+func (n *InProcess) Close() error { return nil }
 
 // responseBuffer is the ResponseWriter of one embedded call.
 type responseBuffer struct {

@@ -1,11 +1,13 @@
-package upstream
+package gateway
 
 import (
 	"github.com/maypok86/otter/v2"
 )
 
-// Cache holds results that can never change, bounded by their total size in
-// bytes. Keys are built by the caller from the network, method and params.
+// Cache holds answers that can never change, bounded by their total size in
+// bytes. What may be cached is the family's decision, made by a method's
+// params rule in its one scan of the params (portico.Params.Cache); the
+// gateway only builds a key for a call that can hit.
 type Cache struct {
 	c *otter.Cache[string, []byte]
 }
@@ -20,8 +22,8 @@ func NewCache(maxBytes uint64) *Cache {
 	})}
 }
 
-// Key builds the cache key of a call.
-func Key(network, method string, params []byte) string {
+// cacheKey builds the cache key of a call.
+func cacheKey(network, method string, params []byte) string {
 	b := make([]byte, 0, len(network)+len(method)+len(params)+2)
 	b = append(b, network...)
 	b = append(b, 0)

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/porticohq/portico/config"
+)
+
+// TestConfigCheck runs `portico config check` over configs with one bad
+// field each: it prints ok or names the field, and fails on an error. serve
+// refuses the same configs with the same message before it starts anything.
+func TestConfigCheck(t *testing.T) {
+	hash := strings.Repeat("ab", 32)
+	tests := []struct {
+		name, yml, want string
+	}{
+		{"embedded defaults", "", "ok"},
+		{"one evm network", "networks: [{name: a, family: evm, upstreams: [{url: 'http://127.0.0.1:1'}]}]", "ok"},
+		{"unknown family", "networks: [{name: a, family: btc}]", `config: networks[0].family: unknown family "btc": not one of solana, evm, starknet`},
+		{"cost of an unknown method", "networks: [{name: a, family: evm, costs: {eth_nope: 5}}]", "config: networks[0].costs.eth_nope: not a method of the evm family, nor in its allowlist"},
+		{"allowlist of another family", "networks: [{name: a, family: evm, methods: [eth_call, getBlock]}]", `config: networks[0].methods[1]: "getBlock" is not a method name of the evm family`},
+		{"cost of a method outside the allowlist", "networks: [{name: a, family: solana, methods: [getSlot], costs: {getSupply: 5}}]", "config: networks[0].costs.getSupply: not a method of the solana family, nor in its allowlist"},
+		{"key by hash, negative balance", "keys: [{name: a, hash: " + hash + ", daily_credits: -1}]", "config: keys[0].daily_credits: must not be negative"},
+		{"key by hash, negative rate", "keys: [{name: a, hash: " + hash + ", rate_per_second: -1}]", "config: keys[0].rate_per_second: must not be negative"},
+		{"devnet setting of another family", "networks: [{name: a, family: solana, devnet: {accounts: 3}}]", "config: networks[0].devnet: the solana devnet has no setting accounts"},
+		{"bad upstream", "networks: [{name: a, family: evm, upstreams: [{url: 'gopher://x'}]}]", `config: networks[0].upstreams[0].url: scheme "gopher" is not http, https, ws or wss`},
+		{"bad limit", "limits: {max_batch: -1}", "config: limits.max_batch: must be positive"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"config", "check"}
+			var path string
+			if tc.yml != "" {
+				path = filepath.Join(t.TempDir(), "portico.yaml")
+				if err := os.WriteFile(path, []byte(tc.yml), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--config", path)
+			}
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), args, &out, &errOut)
+			if tc.want == "ok" {
+				if err != nil || out.String() != "ok\n" {
+					t.Fatalf("got %q, %v", out.String(), err)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("err = %v\nwant %s", err, tc.want)
+			}
+			if path == "" {
+				return
+			}
+			// serve: the same refusal, and no devnet was started.
+			cfg, lerr := config.Load(path)
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			cfg.Listen = "127.0.0.1:0"
+			m := &Main{Config: cfg, Stdout: &out, Stderr: &errOut}
+			serr := m.Run(context.Background())
+			m.Close()
+			if serr == nil || serr.Error() != err.Error() {
+				t.Fatalf("serve: %v, want %v", serr, err)
+			}
+			if len(m.Devnets) != 0 || m.Store != nil {
+				t.Fatalf("serve opened things before refusing the config: %d devnets, store %v", len(m.Devnets), m.Store)
+			}
+		})
+	}
+}

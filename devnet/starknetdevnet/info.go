@@ -1,0 +1,21 @@
+package starknetdevnet
+
+import (
+	"fmt"
+	"strings"
+)
+
+// WSURL returns the JSON-RPC endpoint over WebSocket (the HTTP port), or
+// "" before Start.
+func (d *Devnet) WSURL() string {
+	u := d.HTTPURL()
+	if u == "" {
+		return ""
+	}
+	return "ws" + strings.TrimPrefix(u, "http")
+}
+
+// Info says what the running devnet offers, for a ready line.
+func (d *Devnet) Info() string {
+	return fmt.Sprintf("embedded rollup devnet at %s, chain id %s, spec %s", d.HTTPURL(), d.cfg.ChainID, SpecVersion)
+}

@@ -1,0 +1,189 @@
+// Package families registers the chain families Portico serves. A family
+// is a method table (a package under chain/) and an embedded devnet (a
+// package under devnet/) behind the Devnet interface; All lists them, and
+// everything else (config checks, portico serve, portico devnet, the ready
+// lines) reads this list. Adding a family is one entry here.
+package families
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/chain/evm"
+	"github.com/porticohq/portico/chain/solana"
+	"github.com/porticohq/portico/chain/starknet"
+	"github.com/porticohq/portico/devnet/evmdevnet"
+	"github.com/porticohq/portico/devnet/solanadevnet"
+	"github.com/porticohq/portico/devnet/starknetdevnet"
+)
+
+// Family is everything Portico knows about one chain family.
+type Family struct {
+	// Name is the family's name in config ("evm").
+	Name portico.Family
+	// Network is the name of the family's built-in network, served when a
+	// config names no networks ("evm-devnet").
+	Network string
+	// Probe is a harmless method of the family, for the curl of a ready
+	// line.
+	Probe string
+	// Table returns the family's method table. embedded says that the
+	// network is served by the family's own devnet, which may serve more
+	// than real nodes do.
+	Table func(embedded bool) portico.Table
+	// NewDevnet builds the family's embedded devnet; it starts nothing.
+	NewDevnet func(DevnetConfig) (Devnet, error)
+}
+
+// Devnet is an embedded node of a family: built by Family.NewDevnet,
+// serving from Start until Close.
+type Devnet interface {
+	// Start starts the node; ctx bounds the start only.
+	Start(ctx context.Context) error
+	// Handler is the node's JSON-RPC handler, for a gateway in the same
+	// process; nil before Start.
+	Handler() http.Handler
+	// HTTPURL and WSURL are where the node listens on its own.
+	HTTPURL() string
+	WSURL() string
+	// Info says what the running node offers (its endpoint, faucet, dev
+	// accounts, chain id), for a ready line; it may span lines.
+	Info() string
+	// Close stops the node and waits for its goroutines.
+	Close() error
+}
+
+// DevnetConfig configures an embedded devnet. Zero fields keep the
+// family's defaults.
+type DevnetConfig struct {
+	// Listen is the devnet's own listener; empty means 127.0.0.1:0.
+	Listen string
+	// DataDir keeps the chain across restarts; empty starts fresh.
+	DataDir string
+	// BlockPeriod is the time between blocks (slots on the slot chain).
+	// Negative seals blocks only on request, where the family supports it.
+	BlockPeriod time.Duration
+	// Traffic makes the devnet send transactions of every kind.
+	Traffic bool
+	// Accounts is the number of prefunded dev accounts (evm only).
+	Accounts int
+	// KeepSlots is how many recent slots the ledger keeps (solana only).
+	KeepSlots uint64
+	// GenesisFile and ChainRLP start the chain from a genesis and import
+	// blocks (evm only).
+	GenesisFile, ChainRLP string
+	// Logger receives the devnet's warnings and errors.
+	Logger *slog.Logger
+}
+
+// only refuses the fields of DevnetConfig that family f has no use for,
+// so that a setting is never silently ignored.
+func (c DevnetConfig) only(f portico.Family, accounts, keepSlots, genesis bool) error {
+	var bad []string
+	if c.Accounts != 0 && !accounts {
+		bad = append(bad, "accounts")
+	}
+	if c.KeepSlots != 0 && !keepSlots {
+		bad = append(bad, "keep_slots")
+	}
+	if (c.GenesisFile != "" || c.ChainRLP != "") && !genesis {
+		bad = append(bad, "genesis/chain_rlp")
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("the %s devnet has no setting %s", f, strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// All returns the registered families in a stable order: the order of the
+// built-in networks and of the ready lines.
+func All() []Family {
+	return []Family{
+		{
+			Name:    solana.Family,
+			Network: "solana-devnet",
+			Probe:   "getSlot",
+			// The devnet serves processed blocks, as the seed describes
+			// them; agave does not.
+			Table: func(embedded bool) portico.Table {
+				return solana.TableFor(solana.Options{NodeServesProcessed: embedded})
+			},
+			NewDevnet: func(c DevnetConfig) (Devnet, error) {
+				if err := c.only(solana.Family, false, true, false); err != nil {
+					return nil, err
+				}
+				return devnet(solanadevnet.New(solanadevnet.Config{Listen: c.Listen, DataDir: c.DataDir,
+					SlotPeriod: c.BlockPeriod, KeepSlots: c.KeepSlots, Traffic: c.Traffic, Logger: c.Logger}))
+			},
+		},
+		{
+			Name:    evm.Family,
+			Network: "evm-devnet",
+			Probe:   "eth_blockNumber",
+			Table:   func(bool) portico.Table { return evm.Table() },
+			NewDevnet: func(c DevnetConfig) (Devnet, error) {
+				if err := c.only(evm.Family, true, false, true); err != nil {
+					return nil, err
+				}
+				return devnet(evmdevnet.New(evmdevnet.Config{Listen: c.Listen, DataDir: c.DataDir,
+					BlockPeriod: c.BlockPeriod, Accounts: c.Accounts, Traffic: c.Traffic,
+					GenesisFile: c.GenesisFile, ChainRLP: c.ChainRLP, Logger: c.Logger}))
+			},
+		},
+		{
+			Name:    starknet.Family,
+			Network: "starknet-devnet",
+			Probe:   "starknet_blockNumber",
+			Table:   func(bool) portico.Table { return starknet.Table() },
+			NewDevnet: func(c DevnetConfig) (Devnet, error) {
+				if err := c.only(starknet.Family, false, false, false); err != nil {
+					return nil, err
+				}
+				// Traffic needs blocks sealed on a period.
+				return devnet(starknetdevnet.New(starknetdevnet.Config{Listen: c.Listen, DataDir: c.DataDir,
+					BlockPeriod: c.BlockPeriod, Traffic: c.Traffic && c.BlockPeriod >= 0, Logger: c.Logger}))
+			},
+		},
+	}
+}
+
+// devnet turns a devnet package's New into a Devnet, keeping a nil
+// pointer from becoming a non-nil interface.
+func devnet[D Devnet](d D, err error) (Devnet, error) {
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Names returns the registered family names, in order.
+func Names() []portico.Family {
+	var out []portico.Family
+	for _, f := range All() {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+// ErrUnknown is returned by Get for a name no family is registered under.
+var ErrUnknown = errors.New("unknown family")
+
+// Get returns the family registered under name.
+func Get(name portico.Family) (Family, error) {
+	for _, f := range All() {
+		if f.Name == name {
+			return f, nil
+		}
+	}
+	names := make([]string, 0, 3)
+	for _, n := range Names() {
+		names = append(names, string(n))
+	}
+	return Family{}, fmt.Errorf("%w %q: not one of %s", ErrUnknown, name, strings.Join(names, ", "))
+}
