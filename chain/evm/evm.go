@@ -42,14 +42,14 @@ func Table() portico.Table {
 		Family: Family,
 		Methods: []portico.Method{
 			{
-				Name:      "eth_getProof",
-				Aliases:   []string{"evm_getProof"},
+				Name:    "eth_getProof",
+				Aliases: []string{"evm_getProof"},
 				Params:  GetProofParams,
 				Cost:    CostGetProof,
 			},
 			{
-				Name:      "eth_getTransactionByBlockHashAndIndex",
-				Aliases:   []string{"evm_getTransactionByBlockHashAndIndex"},
+				Name:    "eth_getTransactionByBlockHashAndIndex",
+				Aliases: []string{"evm_getTransactionByBlockHashAndIndex"},
 				Params:  GetTransactionByBlockHashAndIndexParams,
 				Cost:    CostGetTransactionByBlockHashAndIndex,
 			},

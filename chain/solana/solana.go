@@ -200,4 +200,3 @@ func appendParams(slot jsontext.Value, config string) jsontext.Value {
 	out = append(out, config...)
 	return append(out, ']')
 }
-

@@ -73,8 +73,8 @@ func Table() portico.Table {
 				Cost:    CostGetEvents,
 			},
 			{
-				Name:      "starknet_getStateUpdate",
-				Aliases:   []string{"rollup_getStateUpdate"},
+				Name:    "starknet_getStateUpdate",
+				Aliases: []string{"rollup_getStateUpdate"},
 				Params:  GetStateUpdateParams,
 				Cost:    CostGetStateUpdate,
 			},
