@@ -164,7 +164,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	if req.DailyCredits != nil {
 		daily = *req.DailyCredits
 	}
-	k, secret, err := a.cfg.Store.Create(r.Context(), store.NewKey{Name: req.Name, DailyCredits: daily,
+	k, secret, err := a.cfg.Store.Create(r.Context(), store.KeySpec{Name: req.Name, DailyCredits: daily,
 		RatePerSecond: deref(req.RatePerSecond), AllowMethods: deref(req.AllowMethods),
 		AllowNetworks: deref(req.AllowNetworks), AllowOrigins: deref(req.AllowOrigins)})
 	if err != nil {

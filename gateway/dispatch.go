@@ -98,8 +98,8 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		bill, chargeErr = &b, err
 		errors.As(err, &quota)
 	}
-	// refuse gives every charged call the charge's error.
-	refuse := func() {
+	// failCharged gives every charged call the charge's error.
+	failCharged := func() {
 		for i := range calls {
 			if outs[i].err == nil && !preps[i].local {
 				outs[i] = outcome{err: chargeErr}
@@ -116,7 +116,7 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			charged = make(chan struct{})
 			go func() { charge(); close(charged) }()
 		} else if charge(); chargeErr != nil {
-			refuse()
+			failCharged()
 		}
 	}
 
@@ -157,7 +157,7 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		// The answers are released only if the charge passed.
 		<-charged
 		if chargeErr != nil {
-			refuse()
+			failCharged()
 		}
 	}
 	if bill != nil && bill.Charged > 0 {

@@ -27,15 +27,15 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		max := int64(l.g.limits.MaxConnections)
 		if max > 0 && l.g.conns.Add(1) > max {
 			l.g.conns.Add(-1)
-			go refuse(c, max)
+			go refuseConn(c, max)
 			continue
 		}
 		return &countedConn{Conn: c, g: l.g}, nil
 	}
 }
 
-// refuse answers a connection over the limit and closes it.
-func refuse(c net.Conn, max int64) {
+// refuseConn answers a connection over the limit and closes it.
+func refuseConn(c net.Conn, max int64) {
 	defer c.Close()
 	e, status, _ := jsonrpc.ErrorFor(&portico.LimitError{Limit: portico.LimitConnections, Max: max})
 	body := jsonrpc.AppendError(nil, nil, e)

@@ -207,8 +207,10 @@ func (m *Meter) rows() []store.Usage {
 	return rows
 }
 
-// Day returns the UTC day of t and the following midnight.
-func Day(t time.Time) (string, time.Time) {
+// BillingDay returns the billing day of t, the UTC date as 2006-01-02
+// (the day a balance and the usage history are kept under), and the
+// following midnight, when that day's balance is refilled.
+func BillingDay(t time.Time) (day string, resetAt time.Time) {
 	t = t.UTC()
 	y, mo, d := t.Date()
 	return t.Format(time.DateOnly), time.Date(y, mo, d+1, 0, 0, 0, 0, time.UTC)
@@ -219,7 +221,7 @@ func Day(t time.Time) (string, time.Time) {
 // *portico.QuotaError. A counter or journal failure refuses the calls too
 // (portico.ErrMeteringUnavailable): nothing is served unbilled.
 func (m *Meter) Charge(ctx context.Context, id apikey.Identity, items []Item) (Bill, error) {
-	day, reset := Day(m.clock())
+	day, reset := BillingDay(m.clock())
 	b := Bill{KeyID: id.ID, Day: day, Daily: id.DailyCredits, ResetAt: reset}
 	var total int64
 	for _, it := range items {

@@ -38,7 +38,7 @@ func sqliteStore(t *testing.T) *store.Store {
 }
 
 func newKey(t *testing.T, s *store.Store, name string, daily, rate int64) apikey.Identity {
-	k, _, err := s.Create(context.Background(), store.NewKey{Name: name, DailyCredits: daily, RatePerSecond: rate})
+	k, _, err := s.Create(context.Background(), store.KeySpec{Name: name, DailyCredits: daily, RatePerSecond: rate})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestExactOneInstance(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	day, _ := metering.Day(time.Now())
+	day, _ := metering.BillingDay(time.Now())
 	stored, _ := s.Spent(ctx, id.ID, day)
 	if stored != accepted {
 		t.Fatalf("stored %d credits, accepted calls cost %d", stored, accepted)
@@ -153,7 +153,7 @@ func TestExactTwoInstancesRedis(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	day, _ := metering.Day(time.Now())
+	day, _ := metering.BillingDay(time.Now())
 	stored, _ := stores[1].Spent(ctx, id.ID, day)
 	if stored != accepted {
 		t.Fatalf("stored %d credits, accepted calls cost %d", stored, accepted)
@@ -347,7 +347,7 @@ func TestJournalRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	day, _ := metering.Day(time.Now())
+	day, _ := metering.BillingDay(time.Now())
 	if n, _ := s.Spent(ctx, id.ID, day); n != want {
 		t.Fatalf("after recovery the store holds %d, want %d", n, want)
 	}

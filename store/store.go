@@ -57,8 +57,8 @@ type Key struct {
 // Active reports whether the key has not been revoked.
 func (k Key) Active() bool { return k.RevokedAt.IsZero() }
 
-// NewKey is what Create needs to make a key.
-type NewKey struct {
+// KeySpec is the settings of a key to create: what Create needs.
+type KeySpec struct {
 	Name          string
 	DailyCredits  int64
 	RatePerSecond int64
@@ -131,9 +131,27 @@ func validName(name string) error {
 	return nil
 }
 
+// CreateFirst stores a key known by its digest only if the store holds no
+// key at all, active or revoked, and reports whether it did. Of instances
+// that race on an empty store, exactly one creates its key.
+func (s *Store) CreateFirst(ctx context.Context, name string, h apikey.Hash, daily, rate int64) (bool, error) {
+	if err := validName(name); err != nil {
+		return false, err
+	}
+	res, err := s.db.ExecContext(ctx, s.dialect.Rebind(`INSERT INTO api_keys (name, hash, daily_credits, rate_per_second, created_at)
+		SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT)
+		WHERE NOT EXISTS (SELECT 1 FROM api_keys) ON CONFLICT DO NOTHING`),
+		name, h.String(), daily, rate, s.now().UnixMilli())
+	if err != nil {
+		return false, fmt.Errorf("store: create key %q: %w", name, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
 // Create stores a new key and returns it with the key itself, which is not
 // kept and cannot be shown again.
-func (s *Store) Create(ctx context.Context, nk NewKey) (Key, string, error) {
+func (s *Store) Create(ctx context.Context, nk KeySpec) (Key, string, error) {
 	if err := validName(nk.Name); err != nil {
 		return Key{}, "", err
 	}
@@ -399,23 +417,24 @@ func decodeList(s string) ([]string, error) {
 // Import makes sure a key known only by its digest (from a config file) is
 // in the store with these settings: it is created when missing, and its
 // name and limits follow the config when present. A revoked key stays
-// revoked.
+// revoked. It is atomic and idempotent: instances that start at the same
+// moment on one store with the same keys all succeed, and the key is
+// stored once.
 func (s *Store) Import(ctx context.Context, name string, h apikey.Hash, daily, rate int64) (Key, error) {
 	if err := validName(name); err != nil {
 		return Key{}, err
 	}
+	// Insert unless the key (or an active key of that name) is there; a
+	// concurrent import of the same key makes this a no-op, not an error.
+	if _, err := s.db.ExecContext(ctx, s.dialect.Rebind(`INSERT INTO api_keys (name, hash, daily_credits, rate_per_second, created_at)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`), name, h.String(), daily, rate, s.now().UnixMilli()); err != nil {
+		return Key{}, fmt.Errorf("store: import key %q: %w", name, err)
+	}
 	k, err := s.ByHash(ctx, h)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		_, err = s.db.ExecContext(ctx, s.dialect.Rebind(`INSERT INTO api_keys (name, hash, daily_credits, rate_per_second, created_at)
-			VALUES (?, ?, ?, ?, ?)`), name, h.String(), daily, rate, s.now().UnixMilli())
-		if err != nil {
-			if sqldb.IsUnique(err) {
-				return Key{}, fmt.Errorf("%w: %q", ErrNameTaken, name)
-			}
-			return Key{}, fmt.Errorf("store: import key %q: %w", name, err)
-		}
-		return s.ByHash(ctx, h)
+		// Not inserted, and not there: another active key has the name.
+		return Key{}, fmt.Errorf("%w: %q", ErrNameTaken, name)
 	case err != nil:
 		return Key{}, err
 	case k.Name == name && k.DailyCredits == daily && k.RatePerSecond == rate:

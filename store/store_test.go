@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -50,7 +51,7 @@ func TestKeys(t *testing.T) {
 	ctx := context.Background()
 	clock := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	contract(t, "lifecycle", func(t *testing.T, s *store.Store) {
-		k, secret, err := s.Create(ctx, store.NewKey{Name: "alice", DailyCredits: 1000, RatePerSecond: 50,
+		k, secret, err := s.Create(ctx, store.KeySpec{Name: "alice", DailyCredits: 1000, RatePerSecond: 50,
 			AllowMethods: []string{"getBlock"}, AllowNetworks: []string{"solana-devnet"}, AllowOrigins: []string{"*.example.com"}})
 		if err != nil {
 			t.Fatal(err)
@@ -71,7 +72,7 @@ func TestKeys(t *testing.T) {
 			!slices.Equal(got.AllowOrigins, want.AllowOrigins) || !got.CreatedAt.Equal(want.CreatedAt) {
 			t.Fatalf("ByHash = %+v, want %+v", got, want)
 		}
-		if _, _, err := s.Create(ctx, store.NewKey{Name: "alice"}); !errors.Is(err, store.ErrNameTaken) {
+		if _, _, err := s.Create(ctx, store.KeySpec{Name: "alice"}); !errors.Is(err, store.ErrNameTaken) {
 			t.Fatalf("second alice: %v, want ErrNameTaken", err)
 		}
 		credits, rate, none := int64(5), int64(0), []string{}
@@ -96,7 +97,7 @@ func TestKeys(t *testing.T) {
 			t.Fatalf("second revoke: %v", err)
 		}
 		// The name is free again.
-		if _, _, err := s.Create(ctx, store.NewKey{Name: "alice", DailyCredits: 1}); err != nil {
+		if _, _, err := s.Create(ctx, store.KeySpec{Name: "alice", DailyCredits: 1}); err != nil {
 			t.Fatal(err)
 		}
 		active, _ := s.List(ctx, false)
@@ -107,7 +108,7 @@ func TestKeys(t *testing.T) {
 	}, store.WithClock(func() time.Time { return clock }))
 
 	contract(t, "bad input", func(t *testing.T, s *store.Store) {
-		for _, nk := range []store.NewKey{
+		for _, nk := range []store.KeySpec{
 			{Name: ""}, {Name: "has space"}, {Name: string(make([]byte, 65))}, {Name: "neg", DailyCredits: -1},
 			{Name: "short", Secret: "abc"},
 		} {
@@ -115,10 +116,10 @@ func TestKeys(t *testing.T) {
 				t.Errorf("Create(%+v) succeeded", nk)
 			}
 		}
-		if _, _, err := s.Create(ctx, store.NewKey{Name: "imported", Secret: "0123456789abcdef0123456789abcdef"}); err != nil {
+		if _, _, err := s.Create(ctx, store.KeySpec{Name: "imported", Secret: "0123456789abcdef0123456789abcdef"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.Create(ctx, store.NewKey{Name: "again", Secret: "0123456789abcdef0123456789abcdef"}); err == nil {
+		if _, _, err := s.Create(ctx, store.KeySpec{Name: "again", Secret: "0123456789abcdef0123456789abcdef"}); err == nil {
 			t.Error("the same secret stored twice")
 		}
 		if _, err := s.Update(ctx, "nobody", store.Patch{}); !errors.Is(err, store.ErrNotFound) {
@@ -131,7 +132,7 @@ func TestKeys(t *testing.T) {
 		errs := make(chan error, 20)
 		for range 20 {
 			wg.Go(func() {
-				_, _, err := s.Create(ctx, store.NewKey{Name: "race", DailyCredits: 1})
+				_, _, err := s.Create(ctx, store.KeySpec{Name: "race", DailyCredits: 1})
 				errs <- err
 			})
 		}
@@ -155,8 +156,8 @@ func TestKeys(t *testing.T) {
 func TestUsage(t *testing.T) {
 	ctx := context.Background()
 	contract(t, "sums and checkpoints", func(t *testing.T, s *store.Store) {
-		a, _, _ := s.Create(ctx, store.NewKey{Name: "a", DailyCredits: 1e6})
-		b, _, _ := s.Create(ctx, store.NewKey{Name: "b", DailyCredits: 1e6})
+		a, _, _ := s.Create(ctx, store.KeySpec{Name: "a", DailyCredits: 1e6})
+		b, _, _ := s.Create(ctx, store.KeySpec{Name: "b", DailyCredits: 1e6})
 		if seq, err := s.Checkpoint(ctx, "i1"); err != nil || seq != 0 {
 			t.Fatalf("Checkpoint = %d, %v", seq, err)
 		}
@@ -236,7 +237,7 @@ func TestMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	k, _, err := s.Create(ctx, store.NewKey{Name: "m", DailyCredits: 1})
+	k, _, err := s.Create(ctx, store.KeySpec{Name: "m", DailyCredits: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +263,109 @@ func TestImport(t *testing.T) {
 		}
 		if _, err := s.Import(ctx, "renamed", apikey.Sum("another-key-another-key-another-key"), 1, 0); !errors.Is(err, store.ErrNameTaken) {
 			t.Fatalf("Import under a taken name: %v", err)
+		}
+	})
+}
+
+// twoInstances opens two stores on one database of each kind, as two
+// Portico instances sharing a store do. They are closed when t ends.
+func twoInstances(t *testing.T) map[string]func(t *testing.T) (*store.Store, *store.Store) {
+	open := func(t *testing.T, o func() (*store.Store, error)) *store.Store {
+		s, err := o()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	ctx := context.Background()
+	return map[string]func(t *testing.T) (*store.Store, *store.Store){
+		"sqlite": func(t *testing.T) (*store.Store, *store.Store) {
+			path := filepath.Join(t.TempDir(), "portico.db")
+			o := func() (*store.Store, error) { return store.OpenSQLite(ctx, path) }
+			return open(t, o), open(t, o)
+		},
+		"postgres": func(t *testing.T) (*store.Store, *store.Store) {
+			dsn := testsvc.Postgres(t)
+			o := func() (*store.Store, error) { return store.OpenPostgres(ctx, dsn) }
+			return open(t, o), open(t, o)
+		},
+	}
+}
+
+// onBoth runs each of test's rounds on a fresh pair of instances of each
+// backend.
+func onBoth(t *testing.T, rounds int, test func(t *testing.T, a, b *store.Store, round int)) {
+	for backend, pair := range twoInstances(t) {
+		for round := range rounds {
+			t.Run(fmt.Sprintf("%s/%d", backend, round), func(t *testing.T) {
+				a, b := pair(t)
+				test(t, a, b, round)
+			})
+		}
+	}
+}
+
+// TestImportRace: instances that start at the same moment on a fresh
+// shared store with the same keys all succeed, and each key is stored once.
+func TestImportRace(t *testing.T) {
+	ctx := context.Background()
+	onBoth(t, 10, func(t *testing.T, a, b *store.Store, round int) {
+		h := apikey.Sum(fmt.Sprintf("race-key-%02d-0123456789abcdef0123456789", round))
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			s := a
+			if i%2 == 1 {
+				s = b
+			}
+			wg.Go(func() { _, errs[i] = s.Import(ctx, "ci", h, 100, 0) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("import %d: %v", i, err)
+			}
+		}
+		if keys, err := a.List(ctx, true); err != nil || len(keys) != 1 {
+			t.Fatalf("%d keys stored, %v", len(keys), err)
+		}
+	})
+}
+
+// TestCreateFirst: the dev key is made for an empty store only, and once
+// when instances race on it.
+func TestCreateFirst(t *testing.T) {
+	ctx := context.Background()
+	onBoth(t, 10, func(t *testing.T, a, b *store.Store, round int) {
+		var wg sync.WaitGroup
+		created := make([]bool, 6)
+		for i := range created {
+			s := a
+			if i%2 == 1 {
+				s = b
+			}
+			wg.Go(func() {
+				var err error
+				created[i], err = s.CreateFirst(ctx, "dev", apikey.Sum(fmt.Sprintf("dev-key-%d-0123456789abcdef0123456789ab", i)), 1e12, 0)
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := len(slices.DeleteFunc(created, func(c bool) bool { return !c })); n != 1 {
+			t.Fatalf("%d instances created a dev key, want 1", n)
+		}
+		if keys, _ := a.List(ctx, true); len(keys) != 1 {
+			t.Fatalf("%d keys", len(keys))
+		}
+		// A store that holds a key, even a revoked one, gets no dev key.
+		if _, err := a.Revoke(ctx, "dev"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := b.CreateFirst(ctx, "dev", apikey.Sum("another-dev-key-0123456789abcdef0123"), 1e12, 0); ok || err != nil {
+			t.Fatalf("created on a non-empty store: %v %v", ok, err)
 		}
 	})
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/porticohq/portico/internal/fixturenode"
-	"github.com/porticohq/portico/loadgen"
+	"github.com/porticohq/portico/internal/loadgen"
 )
 
 const benchKey = "bench0123456789abcdef0123456789ab"

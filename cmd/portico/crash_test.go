@@ -179,7 +179,7 @@ func TestCrashLosesNoCredit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	day, _ := metering.Day(time.Now())
+	day, _ := metering.BillingDay(time.Now())
 	stored, err := st.Spent(context.Background(), k.ID, day)
 	if err != nil {
 		t.Fatal(err)

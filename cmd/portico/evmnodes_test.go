@@ -12,7 +12,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/devnet/anvil"
+	"github.com/porticohq/portico/internal/anvil"
 	"github.com/porticohq/portico/devnet/evmdevnet"
 	"github.com/porticohq/portico/devnet/evmtx"
 )

@@ -69,7 +69,7 @@ func (c *KeysCreateCmd) Run(ctx context.Context, s *Streams) error {
 	if daily == 0 {
 		daily = cfg.Metering.DefaultDailyCredits
 	}
-	k, secret, err := st.Create(ctx, store.NewKey{Name: c.Name, DailyCredits: daily, RatePerSecond: c.Rate,
+	k, secret, err := st.Create(ctx, store.KeySpec{Name: c.Name, DailyCredits: daily, RatePerSecond: c.Rate,
 		AllowMethods: c.AllowMethods, AllowNetworks: c.AllowNetworks, AllowOrigins: c.AllowOrigins})
 	if err != nil {
 		return err
@@ -127,7 +127,7 @@ func (c *KeysShowCmd) Run(ctx context.Context, s *Streams) error {
 		return err
 	}
 	printKey(s, k)
-	day, reset := metering.Day(time.Now())
+	day, reset := metering.BillingDay(time.Now())
 	spent, err := st.Spent(ctx, k.ID, day)
 	if err != nil {
 		return err
@@ -245,7 +245,7 @@ func (c *UsageCmd) Run(ctx context.Context, s *Streams) error {
 	defer st.Close()
 	f := store.UsageFilter{From: c.From, To: c.To}
 	if f.From == "" {
-		f.From, _ = metering.Day(time.Now().AddDate(0, 0, -7))
+		f.From, _ = metering.BillingDay(time.Now().AddDate(0, 0, -7))
 	}
 	for _, d := range []struct{ flag, v string }{{"--from", f.From}, {"--to", f.To}} {
 		if _, err := time.Parse(time.DateOnly, d.v); d.v != "" && err != nil {

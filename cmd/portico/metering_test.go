@@ -261,7 +261,7 @@ func checkSpent(t *testing.T, st *store.Store, charged, daily int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	day, _ := metering.Day(time.Now())
+	day, _ := metering.BillingDay(time.Now())
 	stored, err := st.Spent(ctx, k.ID, day)
 	if err != nil {
 		t.Fatal(err)
@@ -322,7 +322,7 @@ func TestKeyAllowlists(t *testing.T) {
 	cfg.Networks = append(cfg.Networks, config.Network{Name: "evm2", Family: evm.Family, Upstreams: []config.Upstream{{URL: node.URL}}})
 	s := start(t, cfg)
 	ctx := context.Background()
-	_, secret, err := s.m.Store.Create(ctx, store.NewKey{Name: "narrow", DailyCredits: 10_000,
+	_, secret, err := s.m.Store.Create(ctx, store.KeySpec{Name: "narrow", DailyCredits: 10_000,
 		AllowMethods: []string{"evm_getTransactionByBlockHashAndIndex"}, AllowNetworks: []string{"evm"},
 		AllowOrigins: []string{"https://app.example.com", "*.example.org"}})
 	if err != nil {

@@ -338,12 +338,15 @@ func (m *Main) printReady() {
 	}
 	_, port, _ := net.SplitHostPort(m.Shared)
 	fmt.Fprintf(m.Stdout, "portico ready on %s (networks by Host: <network>.localhost:%s)\n", m.Shared, port)
-	if m.Key != "" {
+	switch {
+	case m.Key != "":
 		where := "not persisted: pass --data-dir to keep it"
 		if m.Config.DataDir != "" {
 			where = "stored in " + filepath.Join(m.Config.DataDir, "dev-key")
 		}
-		fmt.Fprintf(m.Stdout, "dev API key %s (%s)\n", m.Key, where)
+		fmt.Fprintf(m.Stdout, "dev API key %s (%s; %d credits a day)\n", m.Key, where, int64(DevDailyCredits))
+	case len(m.Config.Keys) == 0:
+		fmt.Fprintln(m.Stdout, "no dev key: the key store already holds keys (portico keys list shows them, portico keys create makes one)")
 	}
 	for _, ep := range m.Networks {
 		base := "http://" + ep.Host + ":" + port

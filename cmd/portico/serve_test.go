@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/porticohq/portico/config"
+	"github.com/porticohq/portico/internal/testsvc"
 )
 
 // TestServeDefaults runs serve on the built-in config: three networks on
@@ -82,5 +85,39 @@ func TestDevKeyPersists(t *testing.T) {
 	}
 	if !strings.Contains(s2.stdout.String(), "stored in "+filepath.Join(dir, "dev-key")) {
 		t.Fatalf("stdout:\n%s", s2.stdout)
+	}
+}
+
+// TestDevKeyOnlyForAnEmptyStore: a second instance on a shared store that
+// already holds keys makes no dev key and revokes nothing; the first
+// instance's dev key keeps working through both.
+func TestDevKeyOnlyForAnEmptyStore(t *testing.T) {
+	dsn := testsvc.Postgres(t)
+	node := httptest.NewServer(&okNode{})
+	defer node.Close()
+	cfgFor := func() config.Config {
+		cfg := config.DefaultConfig()
+		cfg.DataDir = t.TempDir()
+		cfg.Store.Postgres = dsn
+		cfg.Networks = []config.Network{{Name: "evm-devnet", Family: "evm", Upstreams: []config.Upstream{{URL: node.URL}}}}
+		return cfg
+	}
+	a := start(t, cfgFor())
+	if a.m.Key == "" {
+		t.Fatal("first instance on an empty store made no dev key")
+	}
+	b := start(t, cfgFor())
+	if b.m.Key != "" || !strings.Contains(b.stdout.String(), "no dev key: the key store already holds keys") {
+		t.Fatalf("second instance: key %q, stdout:\n%s", b.m.Key, b.stdout)
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}`
+	for _, s := range []*started{a, b} {
+		if status, got := post(t, "http://"+s.addr(t, "evm-devnet")+"/v3/"+a.m.Key, body); status != 200 {
+			t.Fatalf("the dev key on %s: %d %s", s.m.Shared, status, got)
+		}
+	}
+	keys, err := a.m.Store.List(context.Background(), true)
+	if err != nil || len(keys) != 1 || !keys[0].Active() {
+		t.Fatalf("keys in the store: %+v %v", keys, err)
 	}
 }

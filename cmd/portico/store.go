@@ -20,8 +20,13 @@ import (
 )
 
 // DevDailyCredits is the daily balance of the dev key that serve makes
-// when the config names no keys: large enough never to get in the way.
+// for an empty key store when the config names no keys: 10^12 credits a
+// day, large enough never to get in the way of development (docs and the
+// ready line say so).
 const DevDailyCredits = 1_000_000_000_000
+
+// DevKeyName is the name of the dev key in the store.
+const DevKeyName = "dev"
 
 // openStore opens the key and usage store the config names: PostgreSQL, or
 // SQLite in the data directory, or SQLite in memory.
@@ -39,8 +44,7 @@ func openStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
 }
 
 // importKeys puts the config's keys into the store, or, when the config has
-// none, the dev key: kept in the data directory when there is one, so it
-// survives restarts. It returns the dev key ("" when config has keys).
+// none, returns the dev key (see devKey; "" when there is none).
 func importKeys(ctx context.Context, cfg *config.Config, s *store.Store) (string, error) {
 	if len(cfg.Keys) > 0 {
 		for i, k := range cfg.Keys {
@@ -58,30 +62,39 @@ func importKeys(ctx context.Context, cfg *config.Config, s *store.Store) (string
 		}
 		return "", nil
 	}
-	key := apikey.Generate()
-	if dir := cfg.DataDir; dir != "" {
-		path := filepath.Join(dir, "dev-key")
+	return devKey(ctx, cfg.DataDir, s)
+}
+
+// devKey returns the dev key: the one kept in the data directory while the
+// store still accepts it, or a new one when the store holds no key at all.
+// It is made once, for an empty store only: a store that already holds
+// keys (another instance's dev key among them) is left as it is, and ""
+// means there is no dev key to print.
+func devKey(ctx context.Context, dataDir string, s *store.Store) (string, error) {
+	path := ""
+	if dataDir != "" {
+		path = filepath.Join(dataDir, "dev-key")
 		b, err := os.ReadFile(path)
 		switch {
-		case err == nil && apikey.Valid(strings.TrimSpace(string(b))):
-			key = strings.TrimSpace(string(b))
-		case err == nil || errors.Is(err, os.ErrNotExist):
-			if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
-				return "", fmt.Errorf("dev key: %w", err)
+		case err == nil:
+			if key := strings.TrimSpace(string(b)); apikey.Valid(key) {
+				if k, err := s.ByHash(ctx, apikey.Sum(key)); err == nil && k.Active() {
+					return key, nil
+				}
 			}
-		default:
+		case !errors.Is(err, os.ErrNotExist):
 			return "", fmt.Errorf("dev key: %w", err)
 		}
 	}
-	h := apikey.Sum(key)
-	if old, err := s.Get(ctx, "dev"); err == nil && old.Hash != h {
-		// The dev-key file was replaced: the old dev key goes.
-		if _, err := s.Revoke(ctx, "dev"); err != nil {
+	key := apikey.Generate()
+	created, err := s.CreateFirst(ctx, DevKeyName, apikey.Sum(key), DevDailyCredits, 0)
+	if err != nil || !created {
+		return "", err
+	}
+	if path != "" {
+		if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
 			return "", fmt.Errorf("dev key: %w", err)
 		}
-	}
-	if _, err := s.Import(ctx, "dev", h, DevDailyCredits, 0); err != nil {
-		return "", fmt.Errorf("dev key: %w", err)
 	}
 	return key, nil
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/porticohq/portico/loadgen"
+	"github.com/porticohq/portico/internal/loadgen"
 )
 
 func TestRunCountsRequestsAndErrors(t *testing.T) {

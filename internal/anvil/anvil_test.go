@@ -15,7 +15,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 	"go.uber.org/goleak"
 
-	"github.com/porticohq/portico/devnet/anvil"
+	"github.com/porticohq/portico/internal/anvil"
 	"github.com/porticohq/portico/devnet/evmtx"
 )
 
