@@ -12,9 +12,9 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/internal/anvil"
 	"github.com/porticohq/portico/devnet/evmdevnet"
 	"github.com/porticohq/portico/devnet/evmtx"
+	"github.com/porticohq/portico/internal/anvil"
 )
 
 var storageKeys = []common.Hash{common.HexToHash("0x0"), common.HexToHash("0x1"), common.HexToHash("0x2")}

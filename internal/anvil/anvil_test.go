@@ -15,8 +15,8 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 	"go.uber.org/goleak"
 
-	"github.com/porticohq/portico/internal/anvil"
 	"github.com/porticohq/portico/devnet/evmtx"
+	"github.com/porticohq/portico/internal/anvil"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind.
