@@ -18,10 +18,10 @@ import (
 
 	"github.com/porticohq/portico/auth"
 	"github.com/porticohq/portico/auth/sessionapi"
-	"github.com/porticohq/portico/auth/sessionserver"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keynet"
 	"github.com/porticohq/portico/authd/login"
+	"github.com/porticohq/portico/authd/sessionserver"
 )
 
 // AuthCmd groups the auth system's commands.
