@@ -16,7 +16,7 @@ import (
 var templateFiles embed.FS
 
 // Pages are the page names; each is layout.html plus <page>.html.
-var pageNames = []string{"start", "email", "code", "mfa_setup", "mfa_recover", "phrase", "error"}
+var pageNames = []string{"start", "email", "code", "mfa_setup", "mfa_recover", "phrase", "error", "index"}
 
 func parseTemplates() (map[string]*template.Template, error) {
 	out := map[string]*template.Template{}
@@ -138,6 +138,7 @@ type view struct {
 	ErrorCode   string
 	ErrorKey    string
 	BackURL     string
+	Index       *indexView
 }
 
 // Lang is the page's language code.
