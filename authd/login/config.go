@@ -66,8 +66,9 @@ type OIDCProvider struct {
 	Verifier string `json:"verifier,omitempty"`
 	// DiscoveryURL is the issuer or its /.well-known/openid-configuration.
 	DiscoveryURL string `json:"discoveryUrl"`
-	// ClientID and ClientSecret are the OAuth client's.
-	ClientID     string `json:"clientId"`
+	// ClientID is the OAuth client's id.
+	ClientID string `json:"clientId"`
+	// ClientSecret is the OAuth client's secret.
 	ClientSecret string `json:"clientSecret,omitempty"`
 	// Scopes are asked for besides openid; "email profile" if empty.
 	Scopes []string `json:"scopes,omitempty"`
@@ -106,7 +107,9 @@ func (c *Config) VerifierConfigs() []idtoken.Config {
 
 // ConfigError names a bad field of Config.
 type ConfigError struct {
-	Field  string
+	// Field is the JSON path of the bad field ("baseUrls.staging", "oidc[0].clientId").
+	Field string
+	// Reason says what is wrong.
 	Reason string
 }
 
