@@ -1,181 +1,143 @@
 package auth
 
-import "slices"
+import "github.com/porticohq/portico/auth/authwire"
+
+// The enumerations are authwire's, re-exported under the SDK's names.
 
 // Network is the key network a client id is registered on.
-type Network string
+type Network = authwire.Network
 
 // The networks of the v7 SDK; sapphire_devnet and sapphire_mainnet are new
 // in v7.
 const (
-	Mainnet         Network = "mainnet"
-	Testnet         Network = "testnet"
-	Cyan            Network = "cyan"
-	Aqua            Network = "aqua"
-	Celeste         Network = "celeste"
-	SapphireDevnet  Network = "sapphire_devnet"
-	SapphireMainnet Network = "sapphire_mainnet"
+	Mainnet         = authwire.Mainnet
+	Testnet         = authwire.Testnet
+	Cyan            = authwire.Cyan
+	Aqua            = authwire.Aqua
+	Celeste         = authwire.Celeste
+	SapphireDevnet  = authwire.SapphireDevnet
+	SapphireMainnet = authwire.SapphireMainnet
 )
 
 // Networks lists every Network value.
-func Networks() []Network {
-	return []Network{Mainnet, Testnet, Cyan, Aqua, Celeste, SapphireDevnet, SapphireMainnet}
-}
-
-// Valid reports whether n is a known network.
-func (n Network) Valid() bool { return slices.Contains(Networks(), n) }
+func Networks() []Network { return authwire.Networks() }
 
 // BuildEnv chooses the hosted login pages' environment.
-type BuildEnv string
+type BuildEnv = authwire.BuildEnv
 
 // The build environments; the empty value means Production.
 const (
-	Production BuildEnv = "production"
-	Staging    BuildEnv = "staging"
-	Testing    BuildEnv = "testing"
+	Production = authwire.Production
+	Staging    = authwire.Staging
+	Testing    = authwire.Testing
 )
 
-// Valid reports whether b is a known environment (the empty value counts:
-// it means Production).
-func (b BuildEnv) Valid() bool { return b == "" || b == Production || b == Staging || b == Testing }
-
 // ChainNamespace is the chain family the keys are meant for.
-type ChainNamespace string
+type ChainNamespace = authwire.ChainNamespace
 
 // The chain namespaces. The Swift SDK spelled EIP155 "eip555" until 7.1.0;
 // MigrateV6 rewrites that spelling.
 const (
-	EIP155 ChainNamespace = "eip155"
-	Solana ChainNamespace = "solana"
+	EIP155 = authwire.EIP155
+	Solana = authwire.Solana
 )
 
-// Valid reports whether c is known (empty counts: not set).
-func (c ChainNamespace) Valid() bool { return c == "" || c == EIP155 || c == Solana }
-
 // Language is a language of the login pages.
-type Language string
+type Language = authwire.Language
 
 // The nine languages of the v7 login pages.
 const (
-	English    Language = "en"
-	German     Language = "de"
-	Japanese   Language = "ja"
-	Korean     Language = "ko"
-	Mandarin   Language = "zh"
-	Spanish    Language = "es"
-	French     Language = "fr"
-	Portuguese Language = "pt"
-	Dutch      Language = "nl"
+	English    = authwire.English
+	German     = authwire.German
+	Japanese   = authwire.Japanese
+	Korean     = authwire.Korean
+	Mandarin   = authwire.Mandarin
+	Spanish    = authwire.Spanish
+	French     = authwire.French
+	Portuguese = authwire.Portuguese
+	Dutch      = authwire.Dutch
 )
 
 // Languages lists every Language value.
-func Languages() []Language {
-	return []Language{English, German, Japanese, Korean, Mandarin, Spanish, French, Portuguese, Dutch}
-}
-
-// Valid reports whether l is known (empty counts: not set).
-func (l Language) Valid() bool { return l == "" || slices.Contains(Languages(), l) }
+func Languages() []Language { return authwire.Languages() }
 
 // ThemeModes is the colour mode of the login pages.
-type ThemeModes string
+type ThemeModes = authwire.ThemeModes
 
 // The theme modes.
 const (
-	ModeLight ThemeModes = "light"
-	ModeDark  ThemeModes = "dark"
-	ModeAuto  ThemeModes = "auto"
+	ModeLight = authwire.ModeLight
+	ModeDark  = authwire.ModeDark
+	ModeAuto  = authwire.ModeAuto
 )
 
-// Valid reports whether m is known (empty counts: not set).
-func (m ThemeModes) Valid() bool { return m == "" || m == ModeLight || m == ModeDark || m == ModeAuto }
-
 // TypeOfLogin names a login method; it keys InitParams.LoginConfig.
-type TypeOfLogin string
+type TypeOfLogin = authwire.TypeOfLogin
 
 // The login types (unchanged from v6 to v7).
 const (
-	TypeGoogle        TypeOfLogin = "google"
-	TypeFacebook      TypeOfLogin = "facebook"
-	TypeReddit        TypeOfLogin = "reddit"
-	TypeDiscord       TypeOfLogin = "discord"
-	TypeTwitch        TypeOfLogin = "twitch"
-	TypeApple         TypeOfLogin = "apple"
-	TypeGitHub        TypeOfLogin = "github"
-	TypeLinkedIn      TypeOfLogin = "linkedin"
-	TypeTwitter       TypeOfLogin = "twitter"
-	TypeWeibo         TypeOfLogin = "weibo"
-	TypeLine          TypeOfLogin = "line"
-	TypeEmailPassword TypeOfLogin = "email_password"
-	TypePasswordless  TypeOfLogin = "passwordless"
-	TypeJWT           TypeOfLogin = "jwt"
+	TypeGoogle        = authwire.TypeGoogle
+	TypeFacebook      = authwire.TypeFacebook
+	TypeReddit        = authwire.TypeReddit
+	TypeDiscord       = authwire.TypeDiscord
+	TypeTwitch        = authwire.TypeTwitch
+	TypeApple         = authwire.TypeApple
+	TypeGitHub        = authwire.TypeGitHub
+	TypeLinkedIn      = authwire.TypeLinkedIn
+	TypeTwitter       = authwire.TypeTwitter
+	TypeWeibo         = authwire.TypeWeibo
+	TypeLine          = authwire.TypeLine
+	TypeEmailPassword = authwire.TypeEmailPassword
+	TypePasswordless  = authwire.TypePasswordless
+	TypeJWT           = authwire.TypeJWT
 )
 
 // TypesOfLogin lists every TypeOfLogin value.
-func TypesOfLogin() []TypeOfLogin {
-	return []TypeOfLogin{TypeGoogle, TypeFacebook, TypeReddit, TypeDiscord, TypeTwitch, TypeApple, TypeGitHub,
-		TypeLinkedIn, TypeTwitter, TypeWeibo, TypeLine, TypeEmailPassword, TypePasswordless, TypeJWT}
-}
-
-// Valid reports whether t is known.
-func (t TypeOfLogin) Valid() bool { return slices.Contains(TypesOfLogin(), t) }
+func TypesOfLogin() []TypeOfLogin { return authwire.TypesOfLogin() }
 
 // Provider is the login provider a login starts with (LoginParams.LoginProvider).
-type Provider string
+type Provider = authwire.Provider
 
 // The login providers (unchanged from v6 to v7).
 const (
-	Google            Provider = "google"
-	Facebook          Provider = "facebook"
-	Reddit            Provider = "reddit"
-	Discord           Provider = "discord"
-	Twitch            Provider = "twitch"
-	Apple             Provider = "apple"
-	Line              Provider = "line"
-	GitHub            Provider = "github"
-	Kakao             Provider = "kakao"
-	LinkedIn          Provider = "linkedin"
-	Twitter           Provider = "twitter"
-	Weibo             Provider = "weibo"
-	WeChat            Provider = "wechat"
-	EmailPasswordless Provider = "email_passwordless"
-	JWT               Provider = "jwt"
+	Google            = authwire.Google
+	Facebook          = authwire.Facebook
+	Reddit            = authwire.Reddit
+	Discord           = authwire.Discord
+	Twitch            = authwire.Twitch
+	Apple             = authwire.Apple
+	Line              = authwire.Line
+	GitHub            = authwire.GitHub
+	Kakao             = authwire.Kakao
+	LinkedIn          = authwire.LinkedIn
+	Twitter           = authwire.Twitter
+	Weibo             = authwire.Weibo
+	WeChat            = authwire.WeChat
+	EmailPasswordless = authwire.EmailPasswordless
+	JWT               = authwire.JWT
 )
 
 // Providers lists every Provider value.
-func Providers() []Provider {
-	return []Provider{Google, Facebook, Reddit, Discord, Twitch, Apple, Line, GitHub, Kakao, LinkedIn, Twitter,
-		Weibo, WeChat, EmailPasswordless, JWT}
-}
-
-// Valid reports whether p is known.
-func (p Provider) Valid() bool { return slices.Contains(Providers(), p) }
+func Providers() []Provider { return authwire.Providers() }
 
 // MFALevel says when the login pages ask for a second factor.
-type MFALevel string
+type MFALevel = authwire.MFALevel
 
 // The MFA levels: Default asks on every third login, Optional on every
 // login (skippable), Mandatory requires setting MFA up, None never asks.
 const (
-	MFADefault   MFALevel = "default"
-	MFAOptional  MFALevel = "optional"
-	MFAMandatory MFALevel = "mandatory"
-	MFANone      MFALevel = "none"
+	MFADefault   = authwire.MFADefault
+	MFAOptional  = authwire.MFAOptional
+	MFAMandatory = authwire.MFAMandatory
+	MFANone      = authwire.MFANone
 )
-
-// Valid reports whether m is known (empty counts: not set).
-func (m MFALevel) Valid() bool {
-	return m == "" || m == MFADefault || m == MFAOptional || m == MFAMandatory || m == MFANone
-}
 
 // Curve is the curve whose public key goes into the id token's wallets
 // claim. The private keys returned are the same either way.
-type Curve string
+type Curve = authwire.Curve
 
 // The supported curves; the empty value means SECP256K1.
 const (
-	SECP256K1 Curve = "secp256k1"
-	ED25519   Curve = "ed25519"
+	SECP256K1 = authwire.SECP256K1
+	ED25519   = authwire.ED25519
 )
-
-// Valid reports whether c is known (empty counts: SECP256K1).
-func (c Curve) Valid() bool { return c == "" || c == SECP256K1 || c == ED25519 }

@@ -1,9 +1,6 @@
 package auth
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // Errors of the SDK's operations.
 var (
@@ -17,26 +14,6 @@ var (
 	// for the session.
 	ErrSessionNotFound = errors.New("auth: session not found or expired")
 )
-
-// FieldError reports an invalid value of a named field. Field is a JSON
-// path such as "network", "whiteLabel.mode" or "loginConfig.google.clientId".
-type FieldError struct {
-	// Field is the JSON path of the bad field.
-	Field string
-	// Value is the rejected value, for enums and numbers; it is left empty
-	// for secrets.
-	Value string
-	// Reason says what is wrong.
-	Reason string
-}
-
-// Error names the field and the reason.
-func (e *FieldError) Error() string {
-	if e.Value != "" {
-		return fmt.Sprintf("auth: %s: %q %s", e.Field, e.Value, e.Reason)
-	}
-	return fmt.Sprintf("auth: %s: %s", e.Field, e.Reason)
-}
 
 // LoginError is an error the login pages reported in the callback.
 type LoginError struct {

@@ -18,17 +18,6 @@ import (
 	"github.com/porticohq/portico/auth/eccrypto"
 )
 
-// LoginPayload is what a login stores, encrypted, under its loginId on the
-// session server for the login pages to read (Swift SdkUrlParams).
-type LoginPayload struct {
-	// Options are the SDK's init params.
-	Options InitParams `json:"options"`
-	// Params are the login params.
-	Params LoginParams `json:"params"`
-	// ActionType is "login".
-	ActionType string `json:"actionType"`
-}
-
 // PendingLogin is a login whose URL has been made but whose callback has
 // not arrived yet: the two-step API for servers.
 type PendingLogin struct {

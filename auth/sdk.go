@@ -5,6 +5,11 @@
 // session server (package sessionapi), encrypted to a session key that only
 // this device holds; the session key lives in the OS keyring.
 //
+// The types the SDK shares with the login pages (InitParams, LoginParams,
+// State and the enumerations) are defined in package authwire, which the
+// server imports without linking the SDK; they are re-exported here under
+// the same names.
+//
 // MigrateV6 turns a v6 configuration into the v7 one.
 package auth
 

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/porticohq/portico/auth"
-	"github.com/porticohq/portico/auth/authtest"
 	"github.com/porticohq/portico/auth/eccrypto"
 	"github.com/porticohq/portico/auth/sessionapi"
-	"github.com/porticohq/portico/auth/sessionserver"
 	"github.com/porticohq/portico/authd/keyderiv"
+	"github.com/porticohq/portico/authd/sessionserver"
+	"github.com/porticohq/portico/internal/authtest"
 )
 
 // clientID is base64, as real client ids are (the subkey uses its bytes).

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/porticohq/portico/auth"
+	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/auth/sessionapi"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keynet"
@@ -26,7 +26,7 @@ type Config struct {
 	// per build environment; a login continues on the base URL of its
 	// payload's buildEnv. Production is required; staging and testing
 	// default to it plus "/staging" and "/testing". All must be distinct.
-	BaseURLs map[auth.BuildEnv]string
+	BaseURLs map[authwire.BuildEnv]string
 	// OIDC are the OpenID Connect providers (Google and others).
 	OIDC []OIDCProvider
 	// Verifiers are the custom JWT verifiers (typeOfLogin "jwt"): a login
@@ -66,8 +66,9 @@ type OIDCProvider struct {
 	Verifier string `json:"verifier,omitempty"`
 	// DiscoveryURL is the issuer or its /.well-known/openid-configuration.
 	DiscoveryURL string `json:"discoveryUrl"`
-	// ClientID and ClientSecret are the OAuth client's.
-	ClientID     string `json:"clientId"`
+	// ClientID is the OAuth client's id.
+	ClientID string `json:"clientId"`
+	// ClientSecret is the OAuth client's secret.
 	ClientSecret string `json:"clientSecret,omitempty"`
 	// Scopes are asked for besides openid; "email profile" if empty.
 	Scopes []string `json:"scopes,omitempty"`
@@ -106,7 +107,9 @@ func (c *Config) VerifierConfigs() []idtoken.Config {
 
 // ConfigError names a bad field of Config.
 type ConfigError struct {
-	Field  string
+	// Field is the JSON path of the bad field ("baseUrls.staging", "oidc[0].clientId").
+	Field string
+	// Reason says what is wrong.
 	Reason string
 }
 
@@ -115,9 +118,9 @@ func (e *ConfigError) Error() string { return "login: config: " + e.Field + ": "
 
 // DefaultBaseURLs gives the three environments' base URLs under one
 // origin: production at base, staging and testing below it.
-func DefaultBaseURLs(base string) map[auth.BuildEnv]string {
+func DefaultBaseURLs(base string) map[authwire.BuildEnv]string {
 	base = strings.TrimRight(base, "/")
-	return map[auth.BuildEnv]string{auth.Production: base, auth.Staging: base + "/staging", auth.Testing: base + "/testing"}
+	return map[authwire.BuildEnv]string{authwire.Production: base, authwire.Staging: base + "/staging", authwire.Testing: base + "/testing"}
 }
 
 // withDefaults fills the zero fields and validates.
@@ -137,7 +140,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxFlows == 0 {
 		c.MaxFlows = DefaultMaxFlows
 	}
-	prod := c.BaseURLs[auth.Production]
+	prod := c.BaseURLs[authwire.Production]
 	if prod == "" {
 		return c, &ConfigError{Field: "baseUrls.production", Reason: "required"}
 	}
@@ -148,8 +151,8 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		urls[env] = strings.TrimRight(u, "/")
 	}
-	seen := map[string]auth.BuildEnv{}
-	for _, env := range []auth.BuildEnv{auth.Production, auth.Staging, auth.Testing} {
+	seen := map[string]authwire.BuildEnv{}
+	for _, env := range []authwire.BuildEnv{authwire.Production, authwire.Staging, authwire.Testing} {
 		u, err := url.Parse(urls[env])
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			return c, &ConfigError{Field: "baseUrls." + string(env), Reason: "not an http(s) URL without query or fragment"}

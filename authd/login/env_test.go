@@ -24,9 +24,9 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/porticohq/portico/auth"
 	"github.com/porticohq/portico/auth/sessionapi"
-	"github.com/porticohq/portico/auth/sessionserver"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keynet"
+	"github.com/porticohq/portico/authd/sessionserver"
 )
 
 // logBuffer is a concurrency-safe log sink.

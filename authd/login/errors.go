@@ -48,8 +48,11 @@ var codeStatus = map[string]int{
 // Error is a login failure: a stable code for the user and the app, and
 // the cause, which is only logged.
 type Error struct {
+	// Code is one of the Code constants: shown, translated, on the pages
+	// and sent to the app.
 	Code string
-	Err  error
+	// Err is the cause; it is logged, never shown.
+	Err error
 }
 
 // Error implements error.

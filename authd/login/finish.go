@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/porticohq/portico/auth"
+	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/auth/eccrypto"
 	"github.com/porticohq/portico/authd/keyderiv"
 )
@@ -31,7 +31,7 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, f *flow, res *r
 	}
 	id := f.Identity
 	mfa := res.MFAEnabled
-	user := auth.UserInfo{
+	user := authwire.UserInfo{
 		Name: id.userName(), ProfileImage: id.Picture, TypeOfLogin: id.TypeOfLogin, Verifier: id.Verifier,
 		VerifierID: id.VerifierID, Email: id.Email, DappShare: res.DeviceShare, IDToken: id.IDToken,
 		OAuthIDToken: id.OAuthIDToken, OAuthAccessToken: id.OAuthAccessToken, IsMfaEnabled: &mfa,
@@ -43,7 +43,7 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, f *flow, res *r
 	}
 	defer sessionKey.Zero()
 	sessionID := eccrypto.PrivateKeyHex(sessionKey)
-	record, err := json.Marshal(auth.State{
+	record, err := json.Marshal(authwire.State{
 		PrivKey: keys.PrivKey, Ed25519PrivKey: keys.Ed25519PrivKey, SessionID: sessionID, UserInfo: &user,
 		CoreKitKey: keys.CoreKitKey, CoreKitEd25519PrivKey: keys.CoreKitEd25519PrivKey,
 	})

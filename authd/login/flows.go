@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
-	"github.com/porticohq/portico/auth"
+	"github.com/porticohq/portico/auth/authwire"
 )
 
 // Steps of a login.
@@ -65,10 +65,10 @@ type flow struct {
 	CSRF    string
 	Expires time.Time
 
-	Env     auth.BuildEnv
+	Env     authwire.BuildEnv
 	Base    string // the base URL of Env
-	Payload auth.LoginPayload
-	Lang    auth.Language
+	Payload authwire.LoginPayload
+	Lang    authwire.Language
 	Step    string
 	Notice  string // a translation key shown on the page (a form error)
 

@@ -11,7 +11,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/porticohq/portico/auth"
+	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/auth/eccrypto"
 	"github.com/porticohq/portico/auth/sessionapi"
 	"github.com/porticohq/portico/authd/idtoken"
@@ -119,9 +119,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // startBrand is the /start page's look before the payload is read: the
 // defaults, in the language of ?lang= if given.
 func (h *Handler) startBrand(r *http.Request) brand {
-	b := brandFor(auth.InitParams{}, "")
+	b := brandFor(authwire.InitParams{}, "")
 	b.AppName = "Portico"
-	if l := auth.Language(r.URL.Query().Get("lang")); l != "" && l.Valid() {
+	if l := authwire.Language(r.URL.Query().Get("lang")); l != "" && l.Valid() {
 		b.Lang = l
 	}
 	return b
@@ -145,7 +145,7 @@ func (h *Handler) failFlow(w http.ResponseWriter, r *http.Request, f *flow, err 
 		return
 	}
 	h.log.Warn("login: failed", "code", e.Code, "provider", f.Payload.Params.LoginProvider, "err", e.Err)
-	msg := e.Code + ": " + h.catalogs[auth.English]["err_"+e.Code]
+	msg := e.Code + ": " + h.catalogs[authwire.English]["err_"+e.Code]
 	http.Redirect(w, r, redirect+"#"+url.Values{"error": {msg}}.Encode(), http.StatusSeeOther)
 }
 
@@ -167,7 +167,7 @@ func checkRedirect(s string) error {
 }
 
 // readLogin decrypts the login payload stored under loginId.
-func (h *Handler) readLogin(ctx context.Context, b64 string) (*auth.LoginPayload, error) {
+func (h *Handler) readLogin(ctx context.Context, b64 string) (*authwire.LoginPayload, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(b64, "="))
 	if err != nil {
 		return nil, fail(CodeBadRequest, errors.New("b64Params is not base64url"))
@@ -190,7 +190,7 @@ func (h *Handler) readLogin(ctx context.Context, b64 string) (*auth.LoginPayload
 	if err != nil {
 		return nil, fail(CodeLoginNotFound, err)
 	}
-	var p auth.LoginPayload
+	var p authwire.LoginPayload
 	if err := json.Unmarshal(data, &p); err != nil {
 		return nil, fail(CodeBadRequest, err)
 	}
@@ -233,7 +233,7 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 	f.Payload = *p
 	f.Env = p.Options.BuildEnv
 	if f.Env == "" {
-		f.Env = auth.Production
+		f.Env = authwire.Production
 	}
 	f.Base = h.cfg.BaseURLs[f.Env]
 	f.Lang = brandFor(p.Options, p.Params.RedirectURL).Lang
@@ -256,9 +256,9 @@ func (h *Handler) begin(w http.ResponseWriter, r *http.Request, f *flow) {
 	params := f.Payload.Params
 	lc, hasLC := f.Payload.Options.LoginConfig[string(params.LoginProvider)]
 	switch {
-	case params.LoginProvider == auth.JWT || (hasLC && lc.TypeOfLogin == auth.TypeJWT):
+	case params.LoginProvider == authwire.JWT || (hasLC && lc.TypeOfLogin == authwire.TypeJWT):
 		h.jwtLogin(w, r, f, lc)
-	case params.LoginProvider == auth.EmailPasswordless:
+	case params.LoginProvider == authwire.EmailPasswordless:
 		if h.cfg.Passwordless == nil {
 			h.failFlow(w, r, f, fail(CodeProviderUnavailable, errors.New("passwordless is off")))
 			return
@@ -291,7 +291,7 @@ func (h *Handler) step(w http.ResponseWriter, r *http.Request, id, action string
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if r.Method == http.MethodGet && action == "" {
-		if l := auth.Language(r.URL.Query().Get("lang")); l != "" && l.Valid() {
+		if l := authwire.Language(r.URL.Query().Get("lang")); l != "" && l.Valid() {
 			f.Lang = l
 		}
 		h.show(w, r, f)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/porticohq/portico/auth"
+	"github.com/porticohq/portico/auth/authwire"
 )
 
 //go:embed i18n/*.json
@@ -14,11 +14,11 @@ var catalogFiles embed.FS
 
 // catalogs are the pages' strings per language; English is complete and
 // every other language has the same keys (a test checks it).
-type catalogs map[auth.Language]map[string]string
+type catalogs map[authwire.Language]map[string]string
 
 func loadCatalogs() (catalogs, error) {
 	out := catalogs{}
-	for _, l := range auth.Languages() {
+	for _, l := range authwire.Languages() {
 		b, err := catalogFiles.ReadFile("i18n/" + string(l) + ".json")
 		if err != nil {
 			return nil, fmt.Errorf("login: translations %s: %w", l, err)
@@ -33,25 +33,25 @@ func loadCatalogs() (catalogs, error) {
 }
 
 // languageName is a language in its own words, for the switcher.
-func languageName(l auth.Language) string {
+func languageName(l authwire.Language) string {
 	switch l {
-	case auth.English:
+	case authwire.English:
 		return "English"
-	case auth.German:
+	case authwire.German:
 		return "Deutsch"
-	case auth.Japanese:
+	case authwire.Japanese:
 		return "日本語"
-	case auth.Korean:
+	case authwire.Korean:
 		return "한국어"
-	case auth.Mandarin:
+	case authwire.Mandarin:
 		return "中文"
-	case auth.Spanish:
+	case authwire.Spanish:
 		return "Español"
-	case auth.French:
+	case authwire.French:
 		return "Français"
-	case auth.Portuguese:
+	case authwire.Portuguese:
 		return "Português"
-	case auth.Dutch:
+	case authwire.Dutch:
 		return "Nederlands"
 	}
 	return string(l)
@@ -59,7 +59,7 @@ func languageName(l auth.Language) string {
 
 // translator looks strings up in one language and records missing keys.
 type translator struct {
-	lang    auth.Language
+	lang    authwire.Language
 	cat     map[string]string
 	missing map[string]bool
 }

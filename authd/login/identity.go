@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/porticohq/portico/auth"
+	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/authd/idtoken"
 )
 
@@ -63,7 +63,7 @@ func (h *Handler) postCode(w http.ResponseWriter, r *http.Request, f *flow) {
 		h.failFlow(w, r, f, err)
 		return
 	}
-	id.TypeOfLogin = string(auth.TypePasswordless)
+	id.TypeOfLogin = string(authwire.TypePasswordless)
 	f.Identity = id
 	h.afterIdentity(w, r, f)
 }
@@ -85,7 +85,7 @@ func (h *Handler) verify(ctx context.Context, verifier, token string) (*identity
 // jwtLogin is a custom JWT login: the app got the token from its own
 // identity system and passes it in extraLoginOptions.id_token; the
 // verifier is the loginConfig entry's.
-func (h *Handler) jwtLogin(w http.ResponseWriter, r *http.Request, f *flow, lc auth.LoginConfig) {
+func (h *Handler) jwtLogin(w http.ResponseWriter, r *http.Request, f *flow, lc authwire.LoginConfig) {
 	xo := f.Payload.Params.ExtraLoginOptions
 	if xo == nil || xo.IDToken == "" {
 		h.failFlow(w, r, f, fail(CodeBadRequest, errors.New("a jwt login needs extraLoginOptions.id_token")))
@@ -112,7 +112,7 @@ func (h *Handler) jwtLogin(w http.ResponseWriter, r *http.Request, f *flow, lc a
 		h.failFlow(w, r, f, err)
 		return
 	}
-	id.TypeOfLogin = string(auth.TypeJWT)
+	id.TypeOfLogin = string(authwire.TypeJWT)
 	f.Identity = id
 	h.afterIdentity(w, r, f)
 }
@@ -134,7 +134,7 @@ func (h *Handler) jwtVerifier(name string) (idtoken.Config, bool) {
 // checkJWTOptions refuses a login whose extraLoginOptions ask for token
 // checks other than the verifier's: the verifier's config is what every
 // key node applies, so a client cannot choose its own id claim or leeway.
-func (h *Handler) checkJWTOptions(verifier string, xo *auth.ExtraLoginOptions) error {
+func (h *Handler) checkJWTOptions(verifier string, xo *authwire.ExtraLoginOptions) error {
 	v, _ := h.jwtVerifier(verifier)
 	field := v.VerifierIDField
 	if field == "" {

@@ -10,7 +10,7 @@ import (
 	"sort"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
-	"github.com/porticohq/portico/auth"
+	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/authd/keynet"
 	"github.com/porticohq/portico/authd/keynet/sss"
 	"github.com/porticohq/portico/authd/tkey"
@@ -31,10 +31,10 @@ const DefaultMFAEvery = 3
 // factorDefaults are the factors when mfaSettings leaves one out, in
 // priority order; the device share is mandatory (it is what makes the
 // usual login work with MFA on).
-func factorDefaults() map[string]auth.MfaSetting {
+func factorDefaults() map[string]authwire.MfaSetting {
 	p := func(i int) *int { return &i }
 	t, f := true, false
-	return map[string]auth.MfaSetting{
+	return map[string]authwire.MfaSetting{
 		tkey.KindDevice:   {Enable: true, Priority: p(1), Mandatory: &t},
 		tkey.KindBackup:   {Enable: true, Priority: p(2), Mandatory: &f},
 		tkey.KindSocial:   {Enable: true, Priority: p(3), Mandatory: &f},
@@ -44,10 +44,10 @@ func factorDefaults() map[string]auth.MfaSetting {
 
 // factors are the enabled factors in priority order (ties in the default
 // order), from mfaSettings over the defaults.
-func factors(s *auth.MfaSettings, social bool) []factorView {
+func factors(s *authwire.MfaSettings, social bool) []factorView {
 	set := factorDefaults()
 	if s != nil {
-		for kind, v := range map[string]*auth.MfaSetting{tkey.KindDevice: s.DeviceShareFactor, tkey.KindBackup: s.BackUpShareFactor,
+		for kind, v := range map[string]*authwire.MfaSetting{tkey.KindDevice: s.DeviceShareFactor, tkey.KindBackup: s.BackUpShareFactor,
 			tkey.KindSocial: s.SocialBackupFactor, tkey.KindPassword: s.PasswordFactor} {
 			if v != nil {
 				set[kind] = *v
@@ -137,12 +137,12 @@ func (h *Handler) afterIdentity(w http.ResponseWriter, r *http.Request, f *flow)
 		return
 	}
 	switch f.Payload.Params.MfaLevel {
-	case auth.MFANone:
+	case authwire.MFANone:
 		h.finish(w, r, f, &result{CoreKey: f.NetworkKey})
 		return
-	case auth.MFAMandatory:
+	case authwire.MFAMandatory:
 		f.SkipAllowed = false
-	case auth.MFAOptional:
+	case authwire.MFAOptional:
 		f.SkipAllowed = true
 	default:
 		f.Record.LoginCount++

@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/coreos/go-oidc/v3/oidc"
-	"github.com/porticohq/portico/auth"
+	"github.com/porticohq/portico/auth/authwire"
 	"golang.org/x/oauth2"
 )
 
@@ -57,7 +57,7 @@ func (p *oidcProvider) oauth2Config(ep oauth2.Endpoint, redirect string, scope s
 
 // pickOIDC finds the provider for a login: the loginConfig entry's
 // verifier if it names one, else the first provider of that name.
-func (h *Handler) pickOIDC(provider auth.Provider, lc auth.LoginConfig) *oidcProvider {
+func (h *Handler) pickOIDC(provider authwire.Provider, lc authwire.LoginConfig) *oidcProvider {
 	for _, p := range h.oidc {
 		if lc.Verifier != "" && p.cfg.verifier() == lc.Verifier {
 			return p
@@ -78,7 +78,7 @@ func (h *Handler) pickOIDC(provider auth.Provider, lc auth.LoginConfig) *oidcPro
 // extraLoginOptions (additionalParams included). Parameters the login
 // itself owns (state, nonce, PKCE, client_id, redirect_uri,
 // response_type) cannot be overridden.
-func authCodeOptions(xo *auth.ExtraLoginOptions) []oauth2.AuthCodeOption {
+func authCodeOptions(xo *authwire.ExtraLoginOptions) []oauth2.AuthCodeOption {
 	if xo == nil {
 		return nil
 	}
@@ -109,7 +109,7 @@ func authCodeOptions(xo *auth.ExtraLoginOptions) []oauth2.AuthCodeOption {
 
 // oidcBegin sends the browser to the provider's authorization endpoint,
 // with state, nonce and PKCE (S256).
-func (h *Handler) oidcBegin(w http.ResponseWriter, r *http.Request, f *flow, lc auth.LoginConfig) {
+func (h *Handler) oidcBegin(w http.ResponseWriter, r *http.Request, f *flow, lc authwire.LoginConfig) {
 	p := h.pickOIDC(f.Payload.Params.LoginProvider, lc)
 	if p == nil {
 		h.failFlow(w, r, f, fail(CodeProviderUnavailable, fmt.Errorf("no OIDC provider for %q", f.Payload.Params.LoginProvider)))

@@ -62,6 +62,10 @@ func allViews() []*view {
 	for code := range codeStatus {
 		out = append(out, &view{Page: "error", ErrorCode: code, ErrorKey: "err_" + code, BackURL: "https://app.example/"})
 	}
+	out = append(out, &view{Page: "index", TitleKey: "index_title", Index: &indexView{
+		Envs: []indexEnv{{Env: "production", Base: "https://auth.example", Start: "https://auth.example/start"}}, Sessions: []string{"POST /store/set"},
+		Networks: []indexNetwork{{Name: "sapphire_devnet", Nodes: 5, Threshold: 3}}, Methods: []indexMethod{{Provider: "email_passwordless", Verifier: "v", Dev: true}},
+		JWKS: "https://auth.example/jwks.json", Health: "/healthz"}})
 	return out
 }
 

@@ -9,14 +9,14 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/porticohq/portico/auth"
+	"github.com/porticohq/portico/auth/authwire"
 )
 
 //go:embed templates/*.html
 var templateFiles embed.FS
 
 // Pages are the page names; each is layout.html plus <page>.html.
-var pageNames = []string{"start", "email", "code", "mfa_setup", "mfa_recover", "phrase", "error"}
+var pageNames = []string{"start", "email", "code", "mfa_setup", "mfa_recover", "phrase", "error", "index"}
 
 func parseTemplates() (map[string]*template.Template, error) {
 	out := map[string]*template.Template{}
@@ -50,7 +50,7 @@ type brand struct {
 	Mode          string
 	Primary       template.CSS
 	UseLogoLoader bool
-	Lang          auth.Language
+	Lang          authwire.Language
 }
 
 // logoURL accepts https/http URLs and data:image URLs; others fall back.
@@ -66,20 +66,20 @@ func logoURL(s, def string) template.URL {
 
 // brandFor applies the white label's defaults: appName and appUrl default
 // to the app's website (appUrl, else the redirect URL's origin).
-func brandFor(opts auth.InitParams, redirect string) brand {
-	var wl auth.WhiteLabelData
+func brandFor(opts authwire.InitParams, redirect string) brand {
+	var wl authwire.WhiteLabelData
 	if opts.WhiteLabel != nil {
 		wl = *opts.WhiteLabel
 	}
 	wl = wl.WithDefaults()
 	b := brand{Mode: string(wl.Mode), Lang: wl.DefaultLanguage, UseLogoLoader: wl.UseLogoLoader != nil && *wl.UseLogoLoader}
 	if !wl.Mode.Valid() || wl.Mode == "" {
-		b.Mode = string(auth.ModeAuto)
+		b.Mode = string(authwire.ModeAuto)
 	}
 	if !wl.DefaultLanguage.Valid() {
-		b.Lang = auth.English
+		b.Lang = authwire.English
 	}
-	b.Primary = template.CSS(auth.DefaultPrimaryColor)
+	b.Primary = template.CSS(authwire.DefaultPrimaryColor)
 	if c := wl.Theme["primary"]; colorRE.MatchString(c) {
 		b.Primary = template.CSS(c)
 	}
@@ -138,6 +138,7 @@ type view struct {
 	ErrorCode   string
 	ErrorKey    string
 	BackURL     string
+	Index       *indexView
 }
 
 // Lang is the page's language code.
@@ -148,7 +149,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, v *
 	v.Nonce = randomHex(16)
 	v.translator = &translator{lang: v.brand.Lang, cat: h.catalogs[v.brand.Lang]}
 	if v.translator.cat == nil {
-		v.translator = &translator{lang: auth.English, cat: h.catalogs[auth.English]}
+		v.translator = &translator{lang: authwire.English, cat: h.catalogs[authwire.English]}
 	}
 	if h.missing != nil {
 		v.translator.missing = h.missing
@@ -156,7 +157,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, v *
 	if v.TitleKey == "" {
 		v.TitleKey = "loading"
 	}
-	for _, l := range auth.Languages() {
+	for _, l := range authwire.Languages() {
 		if v.Page == "start" || v.Page == "error" {
 			break // their URL cannot be reloaded: no switcher
 		}

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/porticohq/portico/auth"
-	"github.com/porticohq/portico/auth/authtest"
 	"github.com/porticohq/portico/auth/sessionapi"
+	"github.com/porticohq/portico/internal/authtest"
 	"github.com/porticohq/portico/internal/testsvc"
 )
 

@@ -184,27 +184,8 @@ func TestAuthServePagesLogin(t *testing.T) {
 	}
 }
 
-func TestAuthLoginConfigFile(t *testing.T) {
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.json")
-	_ = os.WriteFile(bad, []byte(`{"passwordles": true}`), 0o600)
-	if _, err := loadLoginFile(bad); err == nil || !strings.Contains(err.Error(), "passwordles") {
-		t.Errorf("unknown field: %v", err)
-	}
-	t.Setenv("TEST_OIDC_SECRET", "hunter2")
-	good := filepath.Join(dir, "good.json")
-	_ = os.WriteFile(good, []byte(`{"passwordless": false, "baseUrls": {"staging": "https://staging.auth.example"},
-		"oidc": [{"name": "google", "discoveryUrl": "https://accounts.google.com", "clientId": "id", "clientSecret": "${TEST_OIDC_SECRET}"}]}`), 0o600)
-	f, err := loadLoginFile(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.OIDC[0].ClientSecret != "hunter2" || *f.Passwordless || f.BaseURLs[auth.Staging] != "https://staging.auth.example" {
-		t.Errorf("decoded %+v", f)
-	}
-}
-
-// `portico serve` starts the auth server on its own port unless --no-auth.
+// `portico serve` starts the auth server on its own port unless --no-auth;
+// the URL it prints answers with the front page.
 func TestServeStartsAuth(t *testing.T) {
 	for _, noAuth := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -232,7 +213,11 @@ func TestServeStartsAuth(t *testing.T) {
 			if m == nil {
 				t.Fatalf("no auth line:\n%s\n%s", stdout, stderr)
 			}
-			for _, path := range []string{"/start", "/healthz"} {
+			// The auth server logs through the gateway's logger.
+			if !strings.Contains(stderr.String(), `msg="no data dir or PostgreSQL: sessions are kept in memory and lost on exit" component=auth`) {
+				t.Errorf("no auth warning through the gateway's logger:\n%s", stderr)
+			}
+			for _, path := range []string{"/", "/start", "/healthz"} {
 				resp, err := http.Get(m[1] + path)
 				if err != nil || resp.StatusCode != 200 {
 					t.Errorf("GET %s: %v %v", path, err, resp)

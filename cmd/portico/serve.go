@@ -80,7 +80,7 @@ func (c *ServeCmd) Run(ctx context.Context, s *Streams) error {
 		return err
 	}
 	if !c.NoAuth {
-		a, err := startServeAuth(ctx, c.AuthListen, cfg.Listen, cfg.DataDir, s)
+		a, err := startServeAuth(ctx, c.AuthListen, cfg.Listen, cfg.DataDir, m.log, s)
 		if err != nil {
 			m.Close()
 			return err

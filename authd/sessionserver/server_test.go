@@ -29,45 +29,60 @@ func (c *clock) add(d time.Duration) {
 }
 
 func startServer(t *testing.T, d *DB) (*httptest.Server, *clock) {
-	c := &clock{t: time.Now()}
-	srv := httptest.NewServer(New(Config{Store: d, Now: c.now}).Handler())
-	t.Cleanup(srv.Close)
+	srv, _, c := startServers(t, d)
 	return srv, c
+}
+
+// startServers serves a Server over HTTP and returns it with its
+// in-process client.
+func startServers(t *testing.T, d *DB) (*httptest.Server, *sessionapi.Client, *clock) {
+	c := &clock{t: time.Now()}
+	s := New(Config{Store: d, Now: c.now})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return srv, s.Client(), c
+}
+
+// clients are the two ways to reach a server: over HTTP, and in-process
+// (what the auth server's login pages use).
+func clients(srv *httptest.Server, inProcess *sessionapi.Client) map[string]*sessionapi.Client {
+	return map[string]*sessionapi.Client{"http": {BaseURL: srv.URL}, "in-process": inProcess}
 }
 
 // The client and server agree on every backend: a record written with the
 // session key reads back, expires, and is replaced by an invalidation.
 func TestClientServer(t *testing.T) {
 	for name, open := range backends(t) {
-		t.Run(name, func(t *testing.T) {
-			srv, clk := startServer(t, open(t))
-			ctx := context.Background()
-			cl := &sessionapi.Client{BaseURL: srv.URL}
-			key, _ := eccrypto.GenerateKey()
-			payload := []byte(`{"privKey":"ab","userInfo":{"typeOfLogin":"google"}}`)
-			must(t, cl.Set(ctx, key, payload, 60))
-			got, err := cl.Get(ctx, key)
-			if err != nil || string(got) != string(payload) {
-				t.Fatalf("get: %s %v", got, err)
-			}
-			other, _ := eccrypto.GenerateKey()
-			if _, err := cl.Get(ctx, other); !errors.Is(err, sessionapi.ErrNotFound) {
-				t.Fatalf("unknown key: %v", err)
-			}
-			clk.add(61 * time.Second)
-			if _, err := cl.Get(ctx, key); !errors.Is(err, sessionapi.ErrNotFound) {
-				t.Fatalf("expired: %v", err)
-			}
-			must(t, cl.Set(ctx, key, payload, 60))
-			must(t, cl.Invalidate(ctx, key))
-			if got, err := cl.Get(ctx, key); err != nil || len(got) != 0 {
-				t.Fatalf("invalidated record within its second: %q %v", got, err)
-			}
-			clk.add(time.Second)
-			if _, err := cl.Get(ctx, key); !errors.Is(err, sessionapi.ErrNotFound) {
-				t.Fatalf("invalidated: %v", err)
-			}
-		})
+		srv, inProcess, clk := startServers(t, open(t))
+		for via, cl := range clients(srv, inProcess) {
+			t.Run(name+"/"+via, func(t *testing.T) {
+				ctx := context.Background()
+				key, _ := eccrypto.GenerateKey()
+				payload := []byte(`{"privKey":"ab","userInfo":{"typeOfLogin":"google"}}`)
+				must(t, cl.Set(ctx, key, payload, 60))
+				got, err := cl.Get(ctx, key)
+				if err != nil || string(got) != string(payload) {
+					t.Fatalf("get: %s %v", got, err)
+				}
+				other, _ := eccrypto.GenerateKey()
+				if _, err := cl.Get(ctx, other); !errors.Is(err, sessionapi.ErrNotFound) {
+					t.Fatalf("unknown key: %v", err)
+				}
+				clk.add(61 * time.Second)
+				if _, err := cl.Get(ctx, key); !errors.Is(err, sessionapi.ErrNotFound) {
+					t.Fatalf("expired: %v", err)
+				}
+				must(t, cl.Set(ctx, key, payload, 60))
+				must(t, cl.Invalidate(ctx, key))
+				if got, err := cl.Get(ctx, key); err != nil || len(got) != 0 {
+					t.Fatalf("invalidated record within its second: %q %v", got, err)
+				}
+				clk.add(time.Second)
+				if _, err := cl.Get(ctx, key); !errors.Is(err, sessionapi.ErrNotFound) {
+					t.Fatalf("invalidated: %v", err)
+				}
+			})
+		}
 	}
 }
 
@@ -200,11 +215,13 @@ func TestSweeper(t *testing.T) {
 // The client surfaces the server's error answer with its status.
 func TestClientStatusError(t *testing.T) {
 	d := mustOpen(t)(OpenSQLite(context.Background(), ""))
-	srv, _ := startServer(t, d)
+	srv, inProcess, _ := startServers(t, d)
 	key, _ := eccrypto.GenerateKey()
-	err := (&sessionapi.Client{BaseURL: srv.URL}).Set(context.Background(), key, []byte("{}"), sessionapi.MaxTimeout+1)
-	var se *sessionapi.StatusError
-	if !errors.As(err, &se) || se.Status != 400 || !strings.HasPrefix(se.Message, "timeout:") {
-		t.Fatalf("err = %v", err)
+	for via, cl := range clients(srv, inProcess) {
+		err := cl.Set(context.Background(), key, []byte("{}"), sessionapi.MaxTimeout+1)
+		var se *sessionapi.StatusError
+		if !errors.As(err, &se) || se.Status != 400 || !strings.HasPrefix(se.Message, "timeout:") {
+			t.Fatalf("%s: err = %v", via, err)
+		}
 	}
 }

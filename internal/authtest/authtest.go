@@ -1,8 +1,12 @@
-// Package authtest plays the hosted login pages in tests, until the real
-// pages exist: it reads a login's payload from the session server, "logs
-// the user in" with keys derived from a test core kit key, writes the
-// session record and redirects to the app's callback URL, as a browser
-// running the pages would.
+// Package authtest is a fake of the login pages for the SDK's unit tests
+// and for fault injection: it reads a login's payload from the session
+// server, "logs the user in" with keys derived from a test core kit key (no
+// identity provider, no key network), writes the session record and
+// redirects to the app's callback URL, as a browser running the pages
+// would. It can also answer with an error or with the v8 "#b64Params="
+// callback form, which the real pages (authd/login) never send.
+//
+// Tests that need the real pages run authd/login, or `portico auth serve`.
 package authtest
 
 import (
@@ -17,7 +21,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/porticohq/portico/auth"
+	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/auth/eccrypto"
 	"github.com/porticohq/portico/auth/sessionapi"
 	"github.com/porticohq/portico/authd/keyderiv"
@@ -32,7 +36,7 @@ type Pages struct {
 	HTTP *http.Client
 	// User is returned as userInfo; TypeOfLogin defaults to the login
 	// provider.
-	User auth.UserInfo
+	User authwire.UserInfo
 	// CoreKitKey is the user's base key in hex; empty means a random one.
 	CoreKitKey string
 	// Error, if set, makes the pages redirect with this error instead.
@@ -42,11 +46,11 @@ type Pages struct {
 	B64Params bool
 
 	mu   sync.Mutex
-	last *auth.LoginPayload
+	last *authwire.LoginPayload
 }
 
 // Last returns the login payload of the last login, or nil.
-func (p *Pages) Last() *auth.LoginPayload {
+func (p *Pages) Last() *authwire.LoginPayload {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.last
@@ -84,7 +88,7 @@ func (p *Pages) Authorize(ctx context.Context, loginURL string) (string, error) 
 	if err != nil {
 		return "", fmt.Errorf("authtest: read the login: %w", err)
 	}
-	var payload auth.LoginPayload
+	var payload authwire.LoginPayload
 	if err := json.Unmarshal(data, &payload); err != nil {
 		return "", fmt.Errorf("authtest: login payload: %w", err)
 	}
@@ -122,7 +126,7 @@ func (p *Pages) Authorize(ctx context.Context, loginURL string) (string, error) 
 		return "", err
 	}
 	sessionID := eccrypto.PrivateKeyHex(sessionKey)
-	session, _ := json.Marshal(auth.State{
+	session, _ := json.Marshal(authwire.State{
 		PrivKey:               keys.PrivKey,
 		Ed25519PrivKey:        keys.Ed25519PrivKey,
 		SessionID:             sessionID,
@@ -132,7 +136,7 @@ func (p *Pages) Authorize(ctx context.Context, loginURL string) (string, error) 
 	})
 	timeout := payload.Options.SessionTime
 	if timeout == 0 {
-		timeout = auth.DefaultSessionTime
+		timeout = authwire.DefaultSessionTime
 	}
 	if err := p.Sessions.Set(ctx, sessionKey, session, timeout); err != nil {
 		return "", fmt.Errorf("authtest: write the session: %w", err)

@@ -1,4 +1,4 @@
-package auth
+package authwire
 
 // The types below encode to the same JSON as the Swift SDK's Codable
 // types: the same keys, in the Swift declaration order, and absent
@@ -17,8 +17,9 @@ type InitParams struct {
 	BuildEnv BuildEnv `json:"buildEnv,omitempty"`
 	// SDKURL overrides the login pages' base URL that BuildEnv would give.
 	SDKURL string `json:"sdkUrl,omitempty"`
-	// RedirectURL is where the login pages send the browser back to. Login
-	// always uses its loopback listener; LoginURL uses this one.
+	// RedirectURL is where the login pages send the browser back to. The
+	// SDK's Login always uses its loopback listener; its LoginURL uses this
+	// one.
 	RedirectURL string `json:"redirectUrl,omitempty"`
 	// LoginConfig customizes login methods, keyed by TypeOfLogin raw value.
 	LoginConfig map[string]LoginConfig `json:"loginConfig,omitzero"`
@@ -26,7 +27,7 @@ type InitParams struct {
 	WhiteLabel *WhiteLabelData `json:"whiteLabel,omitempty"`
 	// ChainNamespace is the chain family the keys are for.
 	ChainNamespace ChainNamespace `json:"chainNamespace,omitempty"`
-	// UseCoreKitKey makes PrivKey and Ed25519PrivKey return the core kit
+	// UseCoreKitKey makes the SDK's PrivKey and Ed25519PrivKey return the core kit
 	// keys (the same keys the single-factor SDKs give) instead of the
 	// app-scoped ones.
 	UseCoreKitKey *bool `json:"useCoreKitKey,omitempty"`
@@ -209,66 +210,19 @@ type ExtraLoginOptions struct {
 type LoginParams struct {
 	// LoginProvider is the method to log in with (required).
 	LoginProvider Provider `json:"loginProvider"`
-	// DappShare is the device share of an MFA user; Login fills in the
+	// DappShare is the device share of an MFA user; the SDK's Login fills in the
 	// saved one when InitParams.LoginConfig is set.
 	DappShare string `json:"dappShare,omitempty"`
 	// ExtraLoginOptions are passed to the identity provider.
 	ExtraLoginOptions *ExtraLoginOptions `json:"extraLoginOptions,omitempty"`
-	// RedirectURL is set by Login to its loopback callback; with LoginURL
+	// RedirectURL is set by the SDK's Login to its loopback callback; with LoginURL
 	// it defaults to InitParams.RedirectURL.
 	RedirectURL string `json:"redirectUrl,omitempty"`
 	// AppState is returned unchanged in the callback.
 	AppState string `json:"appState,omitempty"`
 	// MfaLevel says when to ask for MFA.
 	MfaLevel MFALevel `json:"mfaLevel,omitempty"`
-	// Curve is the curve of the public key put in the id token; Login sends
+	// Curve is the curve of the public key put in the id token; the SDK's Login sends
 	// SECP256K1 when it is empty, as the Swift SDK always sends one.
 	Curve Curve `json:"curve,omitempty"`
-}
-
-// State is the result of a login (Swift Web3AuthState): key material in
-// hex and the user. All fields are optional on the wire.
-type State struct {
-	// PrivKey is the app-scoped secp256k1 key.
-	PrivKey string `json:"privKey,omitempty"`
-	// Ed25519PrivKey is the ed25519 key (seed ‖ public key) of PrivKey.
-	Ed25519PrivKey string `json:"ed25519PrivKey,omitempty"`
-	// SessionID is the session key, 64 hex characters. Secret.
-	SessionID string `json:"sessionId,omitempty"`
-	// UserInfo describes the user.
-	UserInfo *UserInfo `json:"userInfo,omitempty"`
-	// Error is an error reported by the login pages.
-	Error string `json:"error,omitempty"`
-	// CoreKitKey is the user's base secp256k1 key, the same across apps.
-	CoreKitKey string `json:"coreKitKey,omitempty"`
-	// CoreKitEd25519PrivKey is the ed25519 key of CoreKitKey.
-	CoreKitEd25519PrivKey string `json:"coreKitEd25519PrivKey,omitempty"`
-}
-
-// UserInfo describes the logged-in user (Swift Web3AuthUserInfo, v7).
-type UserInfo struct {
-	// Name is the user's name (optional since 7.4.1).
-	Name string `json:"name,omitempty"`
-	// ProfileImage is a URL of the user's picture.
-	ProfileImage string `json:"profileImage,omitempty"`
-	// TypeOfLogin is the login method used (required in a session).
-	TypeOfLogin string `json:"typeOfLogin,omitempty"`
-	// AggregateVerifier is the aggregate verifier, if one was used.
-	AggregateVerifier string `json:"aggregateVerifier,omitempty"`
-	// Verifier is the verifier that checked the login.
-	Verifier string `json:"verifier,omitempty"`
-	// VerifierID is the user's id at the verifier (often an email).
-	VerifierID string `json:"verifierId,omitempty"`
-	// Email is the user's email.
-	Email string `json:"email,omitempty"`
-	// DappShare is the MFA device share, saved for the next login.
-	DappShare string `json:"dappShare,omitempty"`
-	// IDToken is the key network's id token.
-	IDToken string `json:"idToken,omitempty"`
-	// OAuthIDToken is the identity provider's id token.
-	OAuthIDToken string `json:"oAuthIdToken,omitempty"`
-	// OAuthAccessToken is the identity provider's access token.
-	OAuthAccessToken string `json:"oAuthAccessToken,omitempty"`
-	// IsMfaEnabled reports whether the user has MFA set up (new in v7).
-	IsMfaEnabled *bool `json:"isMfaEnabled,omitempty"`
 }

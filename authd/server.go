@@ -1,0 +1,227 @@
+// Package authd is the auth server an auth SDK logs in against: the session
+// server (package sessionserver), the login pages (package login) and an
+// embedded key network (package keynet) behind one http.Handler, with a
+// front page and a health check.
+//
+// New takes everything from its Config and starts what must run (the key
+// nodes, the session sweeper); Close stops it all. Where the server listens
+// is its caller's business: cmd/portico serves the handler for both
+// `portico auth serve` and `portico serve`.
+//
+// The package links no part of the SDK (package auth): the types both sides
+// put on the wire are in auth/authwire.
+package authd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/porticohq/portico/auth/authwire"
+	"github.com/porticohq/portico/authd/idtoken"
+	"github.com/porticohq/portico/authd/keynet"
+	"github.com/porticohq/portico/authd/login"
+	"github.com/porticohq/portico/authd/sessionserver"
+)
+
+// Paths the server answers besides the login pages.
+const (
+	// SessionServerPath is where the session server is mounted: at the
+	// root, as an SDK derives it from a custom sdkUrl's origin.
+	SessionServerPath = "/"
+	// HealthPath answers GET with "ok".
+	HealthPath = "/healthz"
+)
+
+// Config is what an auth server is made of. Only PublicURL is required.
+type Config struct {
+	// PublicURL is the login pages' public base URL: an SDK's sdkUrl for
+	// buildEnv production, the issuer of the passwordless provider's
+	// tokens, and the root of the staging and testing base URLs unless
+	// Login.BaseURLs sets them.
+	PublicURL string
+	// DataDir, if set, holds the session records (auth-sessions.db, unless
+	// Postgres is set) and the embedded key nodes' databases
+	// (keynet/<network>-node<i>.db). It is made if missing.
+	DataDir string
+	// Postgres, if set, is the PostgreSQL URL of the session records,
+	// shared by many instances, and of the key nodes' shares when there is
+	// no DataDir. Without either, everything is kept in memory (a warning
+	// says so: users then get new keys after a restart).
+	Postgres string
+	// Login are the sign-in providers and base URLs (the login config
+	// file); the zero value has the passwordless provider on.
+	Login LoginFile
+	// Networks are the key networks to run embedded, 5 nodes each,
+	// threshold 3; all of keynet.Networks() if empty.
+	Networks []string
+	// Logger receives the server's log, the dev-only passwordless codes
+	// included; nil discards it.
+	Logger *slog.Logger
+}
+
+// ConfigError names a bad field of Config.
+type ConfigError struct {
+	// Field is the Config field.
+	Field string
+	// Reason says what is wrong.
+	Reason string
+}
+
+// Error names the field and the reason.
+func (e *ConfigError) Error() string { return "authd: config: " + e.Field + ": " + e.Reason }
+
+// Server is a running auth server. Its handler serves the session server
+// at the root (/store/set, /store/get), GET /healthz, a front page at /
+// and the login pages (<base>/start, <base>/login/…, /oidc/callback,
+// /jwks.json).
+type Server struct {
+	handler  http.Handler
+	baseURLs map[authwire.BuildEnv]string
+	networks []string
+
+	closers []func() error // in start order; Close runs them backwards
+	once    sync.Once
+	err     error
+}
+
+// New opens the session store, starts the embedded key network and the
+// session sweeper, and builds the pages. On error, whatever it started is
+// stopped again.
+func New(ctx context.Context, cfg Config) (_ *Server, err error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	public := strings.TrimRight(cfg.PublicURL, "/")
+	if public == "" {
+		return nil, &ConfigError{Field: "PublicURL", Reason: "required"}
+	}
+	s := &Server{networks: slices.Clone(cfg.Networks)}
+	if len(s.networks) == 0 {
+		s.networks = keynet.Networks()
+	}
+	defer func() {
+		if err != nil {
+			_ = s.Close()
+		}
+	}()
+	db, err := openSessions(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, db.Close)
+	sessions := sessionserver.New(sessionserver.Config{Store: db, Logger: log})
+
+	pages := login.Config{BaseURLs: login.DefaultBaseURLs(public), OIDC: cfg.Login.OIDC, Verifiers: cfg.Login.Verifiers,
+		Logger: log, Sessions: sessions.Client()}
+	maps.Copy(pages.BaseURLs, cfg.Login.BaseURLs)
+	if cfg.Login.passwordless() {
+		if pages.Passwordless, err = login.NewPasswordless(public); err != nil {
+			return nil, err
+		}
+	}
+	kn, err := startKeyNetwork(ctx, cfg, s.networks, pages.VerifierConfigs(), log)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, kn.Close)
+	pages.Networks = map[string]*keynet.Client{}
+	for _, n := range s.networks {
+		if pages.Networks[n], err = kn.Client(n, nil); err != nil {
+			return nil, err
+		}
+	}
+	h, err := login.New(pages)
+	if err != nil {
+		return nil, err
+	}
+	s.baseURLs = pages.BaseURLs
+
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { sessions.RunSweeper(sweepCtx) })
+	s.closers = append(s.closers, func() error { stopSweep(); wg.Wait(); return nil })
+
+	mux := http.NewServeMux()
+	sessions.Register(mux, SessionServerPath)
+	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.Handle("GET /{$}", h.IndexHandler(login.Index{SessionServer: SessionServerPath, Health: HealthPath}))
+	mux.Handle("/", h)
+	s.handler = mux
+	return s, nil
+}
+
+// openSessions opens the session store: PostgreSQL, else SQLite in the
+// data directory, else SQLite in memory.
+func openSessions(ctx context.Context, cfg Config, log *slog.Logger) (*sessionserver.DB, error) {
+	switch {
+	case cfg.Postgres != "":
+		return sessionserver.OpenPostgres(ctx, cfg.Postgres)
+	case cfg.DataDir != "":
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("data dir: %w", err)
+		}
+		return sessionserver.OpenSQLite(ctx, filepath.Join(cfg.DataDir, "auth-sessions.db"))
+	}
+	log.Warn("no data dir or PostgreSQL: sessions are kept in memory and lost on exit")
+	return sessionserver.OpenSQLite(ctx, "")
+}
+
+// startKeyNetwork starts the embedded nodes: SQLite in the data directory,
+// else PostgreSQL, else SQLite in memory.
+func startKeyNetwork(ctx context.Context, cfg Config, networks []string, verifiers []idtoken.Config, log *slog.Logger) (*keynet.Embedded, error) {
+	opts := keynet.EmbeddedOptions{Networks: networks, Verifiers: verifiers, Logger: log.With("component", "keynet")}
+	switch {
+	case cfg.DataDir != "":
+		opts.Dir = filepath.Join(cfg.DataDir, "keynet")
+		if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+			return nil, fmt.Errorf("data dir: %w", err)
+		}
+	case cfg.Postgres != "":
+		opts.PostgresDSN = cfg.Postgres
+	default:
+		log.Warn("no data dir or PostgreSQL: the key network's shares are kept in memory; users get new keys after a restart")
+	}
+	kn, err := keynet.StartEmbedded(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("key network: %w", err)
+	}
+	return kn, nil
+}
+
+// Handler serves the auth server.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// BaseURLs are the login pages' base URLs per build environment: what an
+// SDK is given as sdkUrl. The map is a copy.
+func (s *Server) BaseURLs() map[authwire.BuildEnv]string { return maps.Clone(s.baseURLs) }
+
+// Networks are the key networks served, in start order.
+func (s *Server) Networks() []string { return slices.Clone(s.networks) }
+
+// Close stops the session sweeper and the key network and closes the
+// session store. Stop serving the handler first: requests in flight need
+// them.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		var errs []error
+		for _, c := range slices.Backward(s.closers) {
+			errs = append(errs, c())
+		}
+		s.err = errors.Join(errs...)
+	})
+	return s.err
+}
