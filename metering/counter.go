@@ -39,8 +39,14 @@ type Memory struct {
 	tat   map[int64]time.Time // rate limiting: theoretical arrival times
 }
 
+// spend is one key's spend on its two latest days: today's, and the day
+// before, which refunds of calls charged before midnight still reach.
 type spend struct {
-	mu     sync.Mutex
+	mu   sync.Mutex
+	days [2]daySpend // [0] the newer day
+}
+
+type daySpend struct {
 	day    string
 	used   int64
 	seeded bool
@@ -55,8 +61,12 @@ func NewMemory(seed Seeder, now func() time.Time) *Memory {
 	return &Memory{seed: seed, now: now, spend: map[int64]*spend{}, tat: map[int64]time.Time{}}
 }
 
-// entry returns the key's spend record locked and seeded for day.
-func (m *Memory) entry(ctx context.Context, keyID int64, day string) (*spend, error) {
+// entry returns the key's spend on day, seeded, with the key's record
+// locked (the caller unlocks s.mu). A day newer than the record's newest
+// becomes its newest and the newest its older; a day older than both (a
+// refund two days late) gets a record of its own that is not kept, so it
+// never displaces today's spend.
+func (m *Memory) entry(ctx context.Context, keyID int64, day string) (*spend, *daySpend, error) {
 	m.mu.Lock()
 	s := m.spend[keyID]
 	if s == nil {
@@ -65,55 +75,64 @@ func (m *Memory) entry(ctx context.Context, keyID int64, day string) (*spend, er
 	}
 	m.mu.Unlock()
 	s.mu.Lock()
-	if s.day != day {
+	var d *daySpend
+	switch {
+	case s.days[0].day == day:
+		d = &s.days[0]
+	case s.days[1].day == day:
+		d = &s.days[1]
+	case day > s.days[0].day:
 		// A new day (or the first call): start from what storage holds.
-		s.day, s.used, s.seeded = day, 0, false
+		s.days[1], s.days[0] = s.days[0], daySpend{day: day}
+		d = &s.days[0]
+	default:
+		d = &daySpend{day: day}
 	}
-	if !s.seeded && m.seed != nil {
+	if !d.seeded && m.seed != nil {
 		n, err := m.seed(ctx, keyID, day)
 		if err != nil {
 			s.mu.Unlock()
-			return nil, err
+			return nil, nil, err
 		}
-		s.used = n
+		d.used = n
 	}
-	s.seeded = true
-	return s, nil
+	d.seeded = true
+	return s, d, nil
 }
 
 // Reserve implements Counter.
 func (m *Memory) Reserve(ctx context.Context, keyID int64, day string, cost, limit int64) (int64, bool, error) {
-	s, err := m.entry(ctx, keyID, day)
+	s, d, err := m.entry(ctx, keyID, day)
 	if err != nil {
 		return 0, false, err
 	}
 	defer s.mu.Unlock()
-	if s.used+cost > limit {
-		return s.used, false, nil
+	if d.used+cost > limit {
+		return d.used, false, nil
 	}
-	s.used += cost
-	return s.used, true, nil
+	d.used += cost
+	return d.used, true, nil
 }
 
 // Refund implements Counter.
 func (m *Memory) Refund(ctx context.Context, keyID int64, day string, cost int64) error {
-	s, err := m.entry(ctx, keyID, day)
+	s, d, err := m.entry(ctx, keyID, day)
 	if err != nil {
 		return err
 	}
-	s.used -= cost
+	d.used -= cost
 	s.mu.Unlock()
 	return nil
 }
 
 // Used implements Counter.
 func (m *Memory) Used(ctx context.Context, keyID int64, day string) (int64, error) {
-	s, err := m.entry(ctx, keyID, day)
+	s, d, err := m.entry(ctx, keyID, day)
 	if err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
-	return s.used, nil
+	return d.used, nil
 }
 
 // Allow implements Counter with GCRA, the algorithm the Redis counter

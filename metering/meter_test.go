@@ -442,3 +442,48 @@ func TestSpeculate(t *testing.T) {
 		t.Error("speculates for a rate-limited key, whose charge may be refused by the limiter")
 	}
 }
+
+// TestRefundAfterMidnight: a refund of yesterday's charge that arrives
+// after midnight goes to yesterday and leaves today's spend alone, so the
+// next charges cannot overspend today's balance.
+func TestRefundAfterMidnight(t *testing.T) {
+	ctx := context.Background()
+	s := sqliteStore(t)
+	id := newKey(t, s, "k", 400, 0)
+	clk := &clock{t: time.Date(2026, 11, 22, 23, 59, 59, 0, time.UTC)}
+	m, err := metering.New(ctx, metering.Config{Counter: metering.NewMemory(seeder(s), clk.Now), Store: s, Clock: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	one := []metering.Item{{Method: "getBlock", Cost: 160}}
+	yesterday, err := m.Charge(ctx, id, one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(time.Date(2026, 11, 23, 0, 0, 1, 0, time.UTC))
+	if _, err := m.Charge(ctx, id, one); err != nil {
+		t.Fatal(err)
+	}
+	// The call charged before midnight failed through the node: refunded.
+	if err := m.Refund(ctx, &yesterday, one[0]); err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.Charge(ctx, id, one)
+	if err != nil || b.Day != "2026-11-23" || b.Used != 320 {
+		t.Fatalf("second charge today: %+v, %v", b, err)
+	}
+	_, err = m.Charge(ctx, id, one)
+	var q *portico.QuotaError
+	if !errors.As(err, &q) || q.Remaining != 80 {
+		t.Fatalf("third charge today: %v, want refused with 80 left", err)
+	}
+	if err := m.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for day, want := range map[string]int64{"2026-11-22": 0, "2026-11-23": 320} {
+		if n, _ := s.Spent(ctx, id.ID, day); n != want {
+			t.Errorf("Spent(%s) = %d, want %d", day, n, want)
+		}
+	}
+}
