@@ -86,7 +86,7 @@ func (h *HTTP) Call(ctx context.Context, method string, params jsontext.Value, d
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType("application/json")
 	req.Header.Set("Accept", "application/json")
-	req.SetBody(jsonrpc.AppendRequest(req.Body()[:0], []byte("1"), method, params))
+	req.SetBody(jsonrpc.AppendRequest(req.Body()[:0], []byte(requestID), method, params))
 
 	var err error
 	if deadline, ok := ctx.Deadline(); ok {
@@ -108,6 +108,9 @@ func (h *HTTP) Call(ctx context.Context, method string, params jsontext.Value, d
 	r, err := jsonrpc.DecodeResponse(resp.Body())
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("HTTP %d: %v", status, err))
+	}
+	if err := checkID(r); err != nil {
+		return nil, err
 	}
 	if r.Error != nil {
 		return nil, r.Error

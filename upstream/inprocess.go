@@ -52,7 +52,7 @@ const embeddedURL = "http://embedded.invalid/"
 // not watch its context; a panic in it is a failure of this node, not of
 // the gateway.
 func (n *InProcess) Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error) {
-	body := jsonrpc.AppendRequest(nil, []byte("1"), method, params)
+	body := jsonrpc.AppendRequest(nil, []byte(requestID), method, params)
 	w := &responseBuffer{header: http.Header{}, limit: n.opts.maxResponse()}
 	serve, err := n.serve(ctx, body, w)
 	if err != nil {
@@ -84,6 +84,9 @@ func (n *InProcess) Call(ctx context.Context, method string, params jsontext.Val
 	r, err := jsonrpc.DecodeResponse(w.body)
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("HTTP %d: %v", w.status, err))
+	}
+	if err := checkID(r); err != nil {
+		return nil, err
 	}
 	if r.Error != nil {
 		return nil, r.Error

@@ -18,6 +18,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/jsonrpc"
 )
 
 // Node sends one call to one node. Call appends the result bytes, as the
@@ -114,6 +115,21 @@ type scrubbed struct {
 
 func (s *scrubbed) Error() string { return s.msg }
 func (s *scrubbed) Unwrap() error { return s.err }
+
+// requestID is the id of every call a node is sent over HTTP or
+// in-process, one call per request.
+const requestID = "1"
+
+// checkID refuses an answer whose id is not the request's: a node (or a
+// proxy in front of it) that mixes up answers must not have one client's
+// result reach another. A JSON-RPC error about the request envelope may
+// carry a null id.
+func checkID(r jsonrpc.Response) error {
+	if string(r.ID) == requestID || (r.Error != nil && string(r.ID) == "null") {
+		return nil
+	}
+	return unavailable(fmt.Errorf("node answered id %.40s to request id %s", r.ID, requestID))
+}
 
 // failure is a transport-level failure of one node: the node is not asked
 // again for this call and its health suffers.

@@ -188,3 +188,36 @@ func (f nodeFunc) Call(context.Context, string, jsontext.Value, []byte) (jsontex
 	return f()
 }
 func (f nodeFunc) Close() error { return nil }
+
+// TestResponseID: an answer whose id is not the request's is a failure of
+// the node (the next node is asked), never a result for the caller. A
+// node's error about the envelope may carry a null id.
+func TestResponseID(t *testing.T) {
+	cases := []struct {
+		name, answer string
+		ok           bool
+	}{
+		{"same id", `{"jsonrpc":"2.0","id":1,"result":"0x1"}`, true},
+		{"other id", `{"jsonrpc":"2.0","id":2,"result":"0x1"}`, false},
+		{"string id", `{"jsonrpc":"2.0","id":"1","result":"0x1"}`, false},
+		{"null id result", `{"jsonrpc":"2.0","id":null,"result":"0x1"}`, false},
+		{"null id error", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request"}}`, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(tc.answer)) })
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			for name, node := range map[string]upstream.Node{"http": upstream.NewHTTP(srv.URL, nil), "in-process": upstream.NewInProcess(h, nil)} {
+				_, err := node.Call(context.Background(), "eth_chainId", nil, nil)
+				var rpcErr *jsonrpc.Error
+				if got := err == nil || errors.As(err, &rpcErr); got != tc.ok {
+					t.Errorf("%s: err = %v", name, err)
+				}
+				if !tc.ok && !errors.Is(err, portico.ErrUpstreamUnavailable) {
+					t.Errorf("%s: %v is not a node failure", name, err)
+				}
+			}
+		})
+	}
+}
