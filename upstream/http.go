@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
+	"syscall"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -68,8 +70,25 @@ func NewHTTP(rawURL string, opts *Options) *HTTP {
 		MaxResponseBodySize:      int(min(opts.maxResponse(), int64(^uint(0)>>1))),
 		NoDefaultUserAgentHeader: true,
 		DisablePathNormalizing:   true,
+		RetryIfErr:               retryStale,
 	}
 	return h
+}
+
+// retryStale retries a call once when its connection turned out to be
+// closed by the node: a kept-alive connection the node had just closed
+// fails before the first byte of an answer, and the request was never
+// served, so it is sent again on a new connection and is not the node's
+// failure. Anything else, and a second failure, is not retried here.
+func retryStale(_ *fasthttp.Request, attempts int, err error) (resetTimeout, retry bool) {
+	return false, attempts == 1 && staleConn(err)
+}
+
+// staleConn reports whether err is a connection the peer closed before
+// answering.
+func staleConn(err error) bool {
+	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // Call posts one request and appends the result bytes to dst.
