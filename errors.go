@@ -27,6 +27,7 @@ const (
 	CodeWSMessageTooLarge = -32051
 	CodeMeteringDown      = -32052
 	CodeHeadersTooLarge   = -32053
+	CodeBatchResponse     = -32054
 )
 
 // Sentinel errors of the gateway. jsonrpc.ErrorFor maps each to a JSON-RPC
@@ -119,11 +120,14 @@ type LimitError struct {
 
 // Names of the limits a LimitError can report.
 const (
-	LimitBody        = "request body"
-	LimitBatch       = "batch"
-	LimitWSMessage   = "websocket message"
-	LimitConnections = "connections"
-	LimitHeaders     = "request headers"
+	LimitBody             = "request body"
+	LimitBatch            = "batch"
+	LimitWSMessage        = "websocket message"
+	LimitConnections      = "connections"
+	LimitConnectionsPerIP = "connections per address"
+	LimitWSPerKey         = "websocket connections per key"
+	LimitHeaders          = "request headers"
+	LimitBatchResponse    = "batch response"
 )
 
 // Error describes which limit was hit.
@@ -137,6 +141,12 @@ func (e *LimitError) Error() string {
 		return fmt.Sprintf("websocket message too large: limit is %d bytes", e.Max)
 	case LimitConnections:
 		return fmt.Sprintf("too many connections: limit is %d", e.Max)
+	case LimitConnectionsPerIP:
+		return fmt.Sprintf("too many connections from this address: limit is %d", e.Max)
+	case LimitWSPerKey:
+		return fmt.Sprintf("too many websocket connections for this API key: limit is %d", e.Max)
+	case LimitBatchResponse:
+		return fmt.Sprintf("batch response too large: this call's result does not fit in the batch's limit of %d bytes", e.Max)
 	case LimitHeaders:
 		return fmt.Sprintf("request headers too large: limit is %d bytes", e.Max)
 	}

@@ -99,15 +99,25 @@ type Admin struct {
 // Limits bound requests and connections. Every limit has a clear error
 // when exceeded (docs/errors.md).
 type Limits struct {
-	MaxBodyBytes      int64         `yaml:"max_body_bytes"`
-	MaxBatch          int           `yaml:"max_batch"`
-	MaxWSMessageBytes int64         `yaml:"max_ws_message_bytes"`
-	MaxConnections    int           `yaml:"max_connections"`
-	MaxWSConnections  int           `yaml:"max_ws_connections"`
-	ReadTimeout       time.Duration `yaml:"read_timeout"`
-	WriteTimeout      time.Duration `yaml:"write_timeout"`
-	IdleTimeout       time.Duration `yaml:"idle_timeout"`
-	WSIdleTimeout     time.Duration `yaml:"ws_idle_timeout"`
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	MaxBatch     int   `yaml:"max_batch"`
+	// MaxBatchResponseBytes bounds the results of one batch together; the
+	// calls whose results do not fit get an error of their own.
+	MaxBatchResponseBytes int64 `yaml:"max_batch_response_bytes"`
+	MaxWSMessageBytes     int64 `yaml:"max_ws_message_bytes"`
+	MaxConnections        int   `yaml:"max_connections"`
+	// MaxConnectionsPerIP bounds the connections of one client address, so
+	// that one client cannot take every slot; 0 means no such bound (behind
+	// a load balancer that hides client addresses).
+	MaxConnectionsPerIP int `yaml:"max_connections_per_ip"`
+	MaxWSConnections    int `yaml:"max_ws_connections"`
+	// MaxWSConnectionsPerKey bounds the WebSocket connections of one API
+	// key; 0 means no such bound.
+	MaxWSConnectionsPerKey int           `yaml:"max_ws_connections_per_key"`
+	ReadTimeout            time.Duration `yaml:"read_timeout"`
+	WriteTimeout           time.Duration `yaml:"write_timeout"`
+	IdleTimeout            time.Duration `yaml:"idle_timeout"`
+	WSIdleTimeout          time.Duration `yaml:"ws_idle_timeout"`
 }
 
 // Cache configures the cache of results that can never change.
@@ -198,15 +208,18 @@ func DefaultConfig() Config {
 	return Config{
 		Listen: DefaultListen,
 		Limits: Limits{
-			MaxBodyBytes:      5 << 20,
-			MaxBatch:          100,
-			MaxWSMessageBytes: 5 << 20,
-			MaxConnections:    4096,
-			MaxWSConnections:  1024,
-			ReadTimeout:       30 * time.Second,
-			WriteTimeout:      60 * time.Second,
-			IdleTimeout:       120 * time.Second,
-			WSIdleTimeout:     10 * time.Minute,
+			MaxBodyBytes:           5 << 20,
+			MaxBatch:               100,
+			MaxBatchResponseBytes:  25 << 20,
+			MaxWSMessageBytes:      5 << 20,
+			MaxConnections:         4096,
+			MaxConnectionsPerIP:    512,
+			MaxWSConnections:       1024,
+			MaxWSConnectionsPerKey: 256,
+			ReadTimeout:            30 * time.Second,
+			WriteTimeout:           60 * time.Second,
+			IdleTimeout:            120 * time.Second,
+			WSIdleTimeout:          10 * time.Minute,
 		},
 		Cache:    Cache{MaxBytes: 64 << 20},
 		Log:      Log{Level: "info", Format: "text"},
@@ -314,6 +327,7 @@ func (c *Config) Validate() error {
 		{"limits.max_ws_message_bytes", l.MaxWSMessageBytes},
 		{"limits.max_connections", int64(l.MaxConnections)},
 		{"limits.max_ws_connections", int64(l.MaxWSConnections)},
+		{"limits.max_batch_response_bytes", l.MaxBatchResponseBytes},
 		{"limits.read_timeout", int64(l.ReadTimeout)},
 		{"limits.write_timeout", int64(l.WriteTimeout)},
 		{"limits.idle_timeout", int64(l.IdleTimeout)},
@@ -322,6 +336,12 @@ func (c *Config) Validate() error {
 		if f.v <= 0 {
 			return fmt.Errorf("config: %s: must be positive", f.name)
 		}
+	}
+	if l.MaxConnectionsPerIP < 0 {
+		return errors.New("config: limits.max_connections_per_ip: must not be negative")
+	}
+	if l.MaxWSConnectionsPerKey < 0 {
+		return errors.New("config: limits.max_ws_connections_per_key: must not be negative")
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -139,6 +140,9 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		}
 		run(0, frame)
 	} else {
+		// The results of a batch share one bound: a call whose result does
+		// not fit gets an error of its own, and its bytes are let go.
+		var size atomic.Int64
 		sem := make(chan struct{}, maxBatchParallel)
 		var wg sync.WaitGroup
 		for i := range calls {
@@ -148,6 +152,9 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			sem <- struct{}{}
 			wg.Go(func() {
 				run(i, nil)
+				if n := int64(len(outs[i].result)); n > 0 && size.Add(n) > g.limits.MaxBatchResponseBytes && g.limits.MaxBatchResponseBytes > 0 {
+					outs[i] = outcome{err: &portico.LimitError{Limit: portico.LimitBatchResponse, Max: g.limits.MaxBatchResponseBytes}}
+				}
 				<-sem
 			})
 		}
@@ -205,14 +212,17 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 
 // refundable reports whether a charged call failed through our fault or
 // the upstream's, not the caller's: no upstream, a dead or slow upstream,
-// an internal error. A node's JSON-RPC error is an answer and stays
+// a result withheld for the batch's size bound, an internal error. A node's JSON-RPC error is an answer and stays
 // charged; so does a call whose client went away.
 func refundable(err error) bool {
 	var up *portico.UpstreamError
 	var rpcErr *jsonrpc.Error
+	var limit *portico.LimitError
 	switch {
 	case errors.As(err, &up):
 		return true
+	case errors.As(err, &limit) && limit.Limit == portico.LimitBatchResponse:
+		return true // answered by the node, withheld by us
 	case errors.As(err, &rpcErr), errors.Is(err, context.Canceled):
 		return false
 	}

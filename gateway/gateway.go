@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/upstream"
 )
@@ -68,15 +70,18 @@ type Network struct {
 
 // Limits bound what clients can send; see config.Limits.
 type Limits struct {
-	MaxBodyBytes      int64
-	MaxBatch          int
-	MaxWSMessageBytes int64
-	MaxConnections    int
-	MaxWSConnections  int
-	ReadTimeout       time.Duration
-	WriteTimeout      time.Duration
-	IdleTimeout       time.Duration
-	WSIdleTimeout     time.Duration
+	MaxBodyBytes           int64
+	MaxBatch               int
+	MaxBatchResponseBytes  int64
+	MaxWSMessageBytes      int64
+	MaxConnections         int
+	MaxConnectionsPerIP    int // 0: no bound
+	MaxWSConnections       int
+	MaxWSConnectionsPerKey int // 0: no bound
+	ReadTimeout            time.Duration
+	WriteTimeout           time.Duration
+	IdleTimeout            time.Duration
+	WSIdleTimeout          time.Duration
 }
 
 // Config holds what a Gateway needs. Keys, Networks and Limits are required.
@@ -102,10 +107,12 @@ type Gateway struct {
 	meter   Meter
 	log     *slog.Logger
 	conns   atomic.Int64 // open TCP connections over all listeners
+	addrs   addrCounts[netip.Addr]
 	wsConns atomic.Int64
+	wsKeys  addrCounts[string] // WebSocket connections per key name
 
 	mu      sync.Mutex
-	sockets map[*websocket.Conn]struct{}
+	sockets map[*jsonrpc.Conn]struct{}
 	closing bool
 	wsWG    sync.WaitGroup // one per tracked socket
 }
@@ -120,7 +127,7 @@ func New(cfg Config) *Gateway {
 		cache:   cfg.Cache,
 		meter:   cfg.Meter,
 		log:     cfg.Logger,
-		sockets: map[*websocket.Conn]struct{}{},
+		sockets: map[*jsonrpc.Conn]struct{}{},
 	}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
@@ -203,16 +210,14 @@ func (g *Gateway) Listener(ln net.Listener) net.Listener {
 func (g *Gateway) Close() error {
 	g.mu.Lock()
 	g.closing = true
-	socks := make([]*websocket.Conn, 0, len(g.sockets))
+	socks := make([]*jsonrpc.Conn, 0, len(g.sockets))
 	for c := range g.sockets {
 		socks = append(socks, c)
 	}
 	g.mu.Unlock()
-	var wg sync.WaitGroup
 	for _, c := range socks {
-		wg.Go(func() { c.Close(websocket.StatusGoingAway, "server shutting down") })
+		c.Close(websocket.StatusGoingAway, "server shutting down")
 	}
-	wg.Wait()
 	g.wsWG.Wait()
 	return nil
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -25,19 +26,63 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		max := int64(l.g.limits.MaxConnections)
-		if max > 0 && l.g.conns.Add(1) > max {
+		if l.g.conns.Add(1) > max && max > 0 {
 			l.g.conns.Add(-1)
-			go refuseConn(c, max)
+			go refuseConn(c, &portico.LimitError{Limit: portico.LimitConnections, Max: max})
 			continue
 		}
-		return &countedConn{Conn: c, g: l.g}, nil
+		ip := remoteIP(c)
+		if !l.g.addrs.take(ip, l.g.limits.MaxConnectionsPerIP) {
+			l.g.conns.Add(-1)
+			go refuseConn(c, &portico.LimitError{Limit: portico.LimitConnectionsPerIP, Max: int64(l.g.limits.MaxConnectionsPerIP)})
+			continue
+		}
+		return &countedConn{Conn: c, g: l.g, ip: ip}, nil
 	}
 }
 
-// refuseConn answers a connection over the limit and closes it.
-func refuseConn(c net.Conn, max int64) {
+// remoteIP is a connection's client address without its port.
+func remoteIP(c net.Conn) netip.Addr {
+	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// addrCounts counts open connections per client address (and, in the
+// gateway, WebSocket connections per key), holding an entry only while
+// its count is above zero, so its memory follows the connections open.
+type addrCounts[K comparable] struct {
+	mu sync.Mutex
+	n  map[K]int
+}
+
+// take counts one more for k unless max (when positive) is reached.
+func (a *addrCounts[K]) take(k K, max int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if max > 0 && a.n[k] >= max {
+		return false
+	}
+	if a.n == nil {
+		a.n = map[K]int{}
+	}
+	a.n[k]++
+	return true
+}
+
+func (a *addrCounts[K]) release(k K) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n[k]--; a.n[k] <= 0 {
+		delete(a.n, k)
+	}
+}
+
+// refuseConn answers a connection over a limit and closes it.
+func refuseConn(c net.Conn, limit *portico.LimitError) {
 	defer c.Close()
-	e, status, _ := jsonrpc.ErrorFor(&portico.LimitError{Limit: portico.LimitConnections, Max: max})
+	e, status, _ := jsonrpc.ErrorFor(limit)
 	body := jsonrpc.AppendError(nil, nil, e)
 	head := "HTTP/1.1 " + strconv.Itoa(status) + " Service Unavailable\r\n" +
 		"Content-Type: application/json\r\nConnection: close\r\nRetry-After: 1\r\n" +
@@ -49,10 +94,14 @@ func refuseConn(c net.Conn, max int64) {
 type countedConn struct {
 	net.Conn
 	g    *Gateway
+	ip   netip.Addr
 	once sync.Once
 }
 
 func (c *countedConn) Close() error {
-	c.once.Do(func() { c.g.conns.Add(-1) })
+	c.once.Do(func() {
+		c.g.conns.Add(-1)
+		c.g.addrs.release(c.ip)
+	})
 	return c.Conn.Close()
 }

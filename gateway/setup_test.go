@@ -114,6 +114,7 @@ type options struct {
 	members func(n *node) []upstream.Member
 	pool    upstream.PoolConfig
 	meter   gateway.Meter
+	keys    []apikey.Entry // beside the test key
 }
 
 func newEnv(t *testing.T, o options) *env {
@@ -142,7 +143,7 @@ func newEnv(t *testing.T, o options) *env {
 	cache := gateway.NewCache(1 << 20)
 	t.Cleanup(cache.Close)
 	e.gw = gateway.New(gateway.Config{
-		Keys:     apikey.NewSet(apikey.Entry{Name: "tester", Hash: apikey.Sum(testKey)}),
+		Keys:     apikey.NewSet(append(o.keys, apikey.Entry{Name: "tester", Hash: apikey.Sum(testKey)})...),
 		Networks: []*gateway.Network{{Name: "testnet", Hosts: []string{"testnet.localhost"}, Methods: methods, Upstream: pool}},
 		Limits:   limits,
 		Cache:    cache,

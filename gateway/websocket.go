@@ -3,9 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -112,25 +110,33 @@ func (w *hijackWriter) writeHead(bw *bufio.Writer) {
 }
 
 // serveWebSocket upgrades an authenticated request and serves JSON-RPC
-// messages until the client leaves, idles too long or breaks a limit. Each
-// message is one request body, answered by one message (none for
-// notifications), through the same core as HTTP.
+// messages on a jsonrpc.Conn until the client leaves, idles too long or
+// breaks a limit. Each message is one request body, answered by one
+// message (none for notifications), through the same core as HTTP.
 func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq request) {
 	start := time.Now()
 	max := int64(g.limits.MaxWSConnections)
+	var refused *portico.LimitError
 	if g.wsConns.Add(1) > max {
 		g.wsConns.Add(-1)
-		e, status, _ := jsonrpc.ErrorFor(&portico.LimitError{Limit: portico.LimitConnections, Max: max})
+		refused = &portico.LimitError{Limit: portico.LimitConnections, Max: max}
+	} else if !g.wsKeys.take(rq.id.Name, g.limits.MaxWSConnectionsPerKey) {
+		g.wsConns.Add(-1)
+		refused = &portico.LimitError{Limit: portico.LimitWSPerKey, Max: int64(g.limits.MaxWSConnectionsPerKey)}
+	}
+	if refused != nil {
+		e, status, _ := jsonrpc.ErrorFor(refused)
 		body := jsonrpc.AppendError(nil, nil, e)
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(status)
 		_, _ = w.Write(body)
-		g.log.Warn("websocket refused", "status", status, "path", redactPath(r.URL.Path), "key", rq.id.Name, "took", time.Since(start))
+		g.log.Warn("websocket refused", "status", status, "reason", refused.Limit, "path", redactPath(r.URL.Path), "key", rq.id.Name, "took", time.Since(start))
 		return
 	}
 	defer g.wsConns.Add(-1)
+	defer g.wsKeys.release(rq.id.Name)
 
 	if g.meter != nil {
 		// The handshake tells the balance; each call's cost is in the
@@ -139,7 +145,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 			creditHeaders(w.Header().Set, &b)
 		}
 	}
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		// The key in the path is the credential and carries no ambient
 		// authority, so any origin may use it, as with hosted providers.
 		InsecureSkipVerify: true,
@@ -147,63 +153,24 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 	if err != nil {
 		return // Accept has answered the client
 	}
+	c := jsonrpc.NewConn(ws, jsonrpc.ConnLimits{
+		MaxMessageBytes: g.limits.MaxWSMessageBytes,
+		MaxInFlight:     maxInFlightPerSocket,
+		IdleTimeout:     g.limits.WSIdleTimeout,
+	})
 	if !g.track(c) {
-		c.Close(websocket.StatusGoingAway, "server shutting down")
+		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
 		return
 	}
 	defer g.untrack(c)
-
-	// The library's own limit sits one byte above ours, so the gateway sees
-	// an oversized message first and can say which limit it broke.
-	msgMax := g.limits.MaxWSMessageBytes
-	c.SetReadLimit(msgMax + 1)
-
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	idle := time.AfterFunc(g.limits.WSIdleTimeout, func() {
-		c.Close(websocket.StatusPolicyViolation, "idle timeout: no message for "+g.limits.WSIdleTimeout.String())
+	c.Serve(r.Context(), func(ctx context.Context, body []byte) []byte {
+		out, _, _ := g.handle(ctx, rq, body, nil)
+		return out
 	})
-	defer idle.Stop()
-
-	sem := make(chan struct{}, maxInFlightPerSocket)
-	for {
-		_, rd, err := c.Reader(ctx)
-		if err != nil {
-			break
-		}
-		idle.Reset(g.limits.WSIdleTimeout)
-		body, err := io.ReadAll(io.LimitReader(rd, msgMax+1))
-		if err != nil {
-			break
-		}
-		if int64(len(body)) > msgMax {
-			e, _, _ := jsonrpc.ErrorFor(&portico.LimitError{Limit: portico.LimitWSMessage, Max: msgMax})
-			_ = c.Write(ctx, websocket.MessageText, jsonrpc.AppendError(nil, nil, e))
-			c.Close(websocket.StatusMessageTooBig, e.Message)
-			break
-		}
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem }()
-			out, _, _ := g.handle(ctx, rq, body, nil)
-			if out == nil {
-				return
-			}
-			if err := c.Write(ctx, websocket.MessageText, out); err != nil && !errors.Is(err, context.Canceled) {
-				c.CloseNow()
-			}
-		}()
-	}
-	cancel()
-	// Wait for the calls in flight, so nothing outlives the connection.
-	for range cap(sem) {
-		sem <- struct{}{}
-	}
-	c.CloseNow()
 }
 
 // track registers a connection for Close; false when shutting down.
-func (g *Gateway) track(c *websocket.Conn) bool {
+func (g *Gateway) track(c *jsonrpc.Conn) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closing {
@@ -214,7 +181,7 @@ func (g *Gateway) track(c *websocket.Conn) bool {
 	return true
 }
 
-func (g *Gateway) untrack(c *websocket.Conn) {
+func (g *Gateway) untrack(c *jsonrpc.Conn) {
 	g.mu.Lock()
 	delete(g.sockets, c)
 	g.mu.Unlock()

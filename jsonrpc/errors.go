@@ -86,8 +86,10 @@ func limitError(l *portico.LimitError) (*Error, int, bool) {
 		return &Error{Code: portico.CodeBatchTooLarge, Message: l.Error()}, http.StatusRequestEntityTooLarge, true
 	case portico.LimitWSMessage:
 		return &Error{Code: portico.CodeWSMessageTooLarge, Message: l.Error()}, http.StatusRequestEntityTooLarge, true
-	case portico.LimitConnections:
+	case portico.LimitConnections, portico.LimitConnectionsPerIP, portico.LimitWSPerKey:
 		return &Error{Code: portico.CodeTooManyConns, Message: l.Error()}, http.StatusServiceUnavailable, true
+	case portico.LimitBatchResponse:
+		return &Error{Code: portico.CodeBatchResponse, Message: l.Error()}, http.StatusRequestEntityTooLarge, true
 	case portico.LimitHeaders:
 		return &Error{Code: portico.CodeHeadersTooLarge, Message: l.Error()}, http.StatusRequestHeaderFieldsTooLarge, true
 	}

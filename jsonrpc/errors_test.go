@@ -35,6 +35,9 @@ func TestErrorsDoc(t *testing.T) {
 		{"body", &portico.LimitError{Limit: portico.LimitBody, Max: 5242880}, portico.CodeBodyTooLarge, "413", "request body too large: limit is 5242880 bytes"},
 		{"batch", &portico.LimitError{Limit: portico.LimitBatch, Max: 100, Got: 101}, portico.CodeBatchTooLarge, "413", "batch too large: limit is 100 calls, got 101"},
 		{"connections", &portico.LimitError{Limit: portico.LimitConnections, Max: 4096}, portico.CodeTooManyConns, "503", "too many connections: limit is 4096"},
+		{"connections per address", &portico.LimitError{Limit: portico.LimitConnectionsPerIP, Max: 512}, portico.CodeTooManyConns, "503", "too many connections from this address: limit is 512"},
+		{"websockets per key", &portico.LimitError{Limit: portico.LimitWSPerKey, Max: 256}, portico.CodeTooManyConns, "503", "too many websocket connections for this API key: limit is 256"},
+		{"batch response", &portico.LimitError{Limit: portico.LimitBatchResponse, Max: 26214400}, portico.CodeBatchResponse, "413", "batch response too large: this call's result does not fit in the batch's limit of 26214400 bytes"},
 		{"upstream down", &portico.UpstreamError{Network: "evm-devnet", Err: portico.ErrUpstreamUnavailable}, portico.CodeUpstreamDown, "502", "upstream unavailable for network evm-devnet"},
 		{"no upstream", &portico.UpstreamError{Network: "solana-devnet", Err: portico.ErrNoUpstream}, portico.CodeUpstreamDown, "502", "no upstream configured for network solana-devnet"},
 		{"upstream timeout", &portico.UpstreamError{Network: "evm-devnet", Err: portico.ErrUpstreamTimeout}, portico.CodeUpstreamTimeout, "504", "upstream timed out for network evm-devnet"},
@@ -66,7 +69,7 @@ func TestErrorsDoc(t *testing.T) {
 			if tc.status != "—" && fmt.Sprint(status) != tc.status {
 				t.Errorf("status = %d, want %s", status, tc.status)
 			}
-			row := fmt.Sprintf("| %d | %s |", tc.code, tc.status)
+			row := fmt.Sprintf("| %d | %s ", tc.code, tc.status)
 			if tc.code == -32602 || tc.code == -32601 || tc.code == jsonrpc.CodeInternalError {
 				row = fmt.Sprintf("| %d | %s | `%s", tc.code, tc.status, tc.message)
 			}

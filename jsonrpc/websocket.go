@@ -326,8 +326,12 @@ func (c *Conn) end(closeWS func()) bool {
 
 // writeLoop writes queued messages in order, pings, and watches idleness.
 func (c *Conn) writeLoop(ctx context.Context) {
-	ping := time.NewTicker(c.limits.PingInterval)
-	defer ping.Stop()
+	// One ticker serves both the idle check and the pings: it ticks often
+	// enough for a short idle timeout, and pings every PingInterval.
+	every := min(c.limits.PingInterval, c.limits.IdleTimeout/4)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	lastPing := time.Now()
 	var pinging atomic.Bool
 	for {
 		select {
@@ -335,11 +339,15 @@ func (c *Conn) writeLoop(ctx context.Context) {
 			return
 		case <-ctx.Done():
 			return
-		case <-ping.C:
-			if time.Since(time.Unix(0, c.lastActive.Load())) > c.limits.IdleTimeout {
+		case now := <-tick.C:
+			if now.Sub(time.Unix(0, c.lastActive.Load())) > c.limits.IdleTimeout {
 				c.Close(websocket.StatusPolicyViolation, ReasonIdle+": no message for "+c.limits.IdleTimeout.String())
 				return
 			}
+			if now.Sub(lastPing) < c.limits.PingInterval {
+				continue
+			}
+			lastPing = now
 			if pinging.CompareAndSwap(false, true) {
 				go func() {
 					defer pinging.Store(false)

@@ -186,7 +186,9 @@ func (m *Main) Run(ctx context.Context) error {
 		Limits: gateway.Limits{
 			MaxBodyBytes: l.MaxBodyBytes, MaxBatch: l.MaxBatch, MaxWSMessageBytes: l.MaxWSMessageBytes,
 			MaxConnections: l.MaxConnections, MaxWSConnections: l.MaxWSConnections,
-			ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout,
+			MaxConnectionsPerIP: l.MaxConnectionsPerIP, MaxWSConnectionsPerKey: l.MaxWSConnectionsPerKey,
+			MaxBatchResponseBytes: l.MaxBatchResponseBytes,
+			ReadTimeout:           l.ReadTimeout, WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout,
 			WSIdleTimeout: l.WSIdleTimeout,
 		},
 	})

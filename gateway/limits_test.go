@@ -1,0 +1,85 @@
+package gateway_test
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/gateway"
+)
+
+// TestBatchResponseBound: a batch whose results together pass the bound is
+// answered with the results that fit and an error for each call that does
+// not; the response stays within the bound (plus envelopes).
+func TestBatchResponseBound(t *testing.T) {
+	e := newEnv(t, options{limits: func(l *gateway.Limits) { l.MaxBatchResponseBytes = 25_000 }})
+	big := `"` + strings.Repeat("ab", 5000) + `"` // a 10 KB result
+	e.node.setReply(func(w http.ResponseWriter, req map[string]jsontext.Value) {
+		w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req["id"]) + `,"result":` + big + `}`))
+	})
+	var calls []string
+	for i := range 5 {
+		calls = append(calls, `{"jsonrpc":"2.0","id":`+string(rune('1'+i))+`,"method":"real_echo"}`)
+	}
+	status, body := e.post(t, testKey, "["+strings.Join(calls, ",")+"]")
+	if status != 200 {
+		t.Fatalf("status %d", status)
+	}
+	results := strings.Count(body, big)
+	refused := strings.Count(body, `"code":-32054,"message":"batch response too large: this call's result does not fit in the batch's limit of 25000 bytes"`)
+	if results != 2 || refused != 3 {
+		t.Fatalf("%d results and %d refusals, want 2 and 3; %d bytes", results, refused, len(body))
+	}
+}
+
+// TestConnectionsPerAddress: one client address cannot take every
+// connection slot.
+func TestConnectionsPerAddress(t *testing.T) {
+	e := newEnv(t, options{limits: func(l *gateway.Limits) { l.MaxConnectionsPerIP = 2 }})
+	addr := strings.TrimPrefix(e.srv.URL, "http://")
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 512)
+	n, _ := c.Read(buf)
+	if got := string(buf[:n]); !strings.HasPrefix(got, "HTTP/1.1 503") || !strings.Contains(got, `"code":-32044,"message":"too many connections from this address: limit is 2"`) {
+		t.Fatalf("third connection from one address: %q", got)
+	}
+}
+
+// TestWebSocketsPerKey: one key cannot take every WebSocket slot; another
+// key still connects.
+func TestWebSocketsPerKey(t *testing.T) {
+	const other = "fedcba9876543210fedcba9876543210"
+	e := newEnv(t, options{limits: func(l *gateway.Limits) { l.MaxWSConnectionsPerKey = 2 }, keys: []apikey.Entry{{Name: "other", Hash: apikey.Sum(other)}}})
+	for range 2 {
+		if _, _, err := dialWS(t, e, testKey); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, resp, err := dialWS(t, e, testKey)
+	if err == nil || resp == nil || resp.StatusCode != 503 {
+		t.Fatalf("third socket of one key: %v %v", resp, err)
+	}
+	c, _, err := dialWS(t, e, other)
+	if err != nil {
+		t.Fatalf("another key: %v", err)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+}
