@@ -6,6 +6,9 @@
 package portico
 
 import (
+	"context"
+	"time"
+
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -31,6 +34,10 @@ type Method struct {
 	Params func(params jsontext.Value) (Params, error)
 	// Cost is the method's default credit cost.
 	Cost int
+	// Write marks a method that changes state (sends a transaction): it
+	// is never hedged, never answered from cache, and sent to another
+	// node only when the first surely did not get it.
+	Write bool
 }
 
 // Params is what a method's params rule learned from a call's params.
@@ -39,6 +46,12 @@ type Params struct {
 	Send jsontext.Value
 	// Cache says whether a non-null answer may be served from cache.
 	Cache Cacheability
+	// Block is the block the call is about.
+	Block Block
+	// Pin, when not nil, returns the params with the block tag replaced by
+	// block number n, so that a call about "latest" is sent as a call
+	// about the block the gateway resolved the tag to.
+	Pin func(n uint64) jsontext.Value
 }
 
 // Cacheability says whether an answer may be served from cache. Only a
@@ -76,4 +89,71 @@ type Table struct {
 	// method of the family answers under both names: evm_chainId is
 	// eth_chainId when AliasPrefixes is {"evm_": "eth_"}.
 	AliasPrefixes map[string]string
+	// Writes are the methods without a row of their own that change state
+	// (see Method.Write).
+	Writes []string
+	// Chain is how the family's nodes are tracked.
+	Chain Chain
+}
+
+// Block says which block a call is about, as its params rule found it, so
+// that the gateway can route it to a node that has the block, pin a tag to
+// a number, and decide how long the answer stays true.
+type Block struct {
+	// Kind says how the block was named; BlockNone for calls about no
+	// block in particular (eth_chainId, eth_gasPrice).
+	Kind BlockKind
+	// Number is the block (slot) number, for BlockNumber.
+	Number uint64
+	// Tag is the tag as the family writes it, for BlockTag: latest, safe,
+	// finalized, pending or earliest (EVM); processed, confirmed or
+	// finalized (slot chain commitments); latest, pending, pre_confirmed
+	// or l1_accepted (rollup).
+	Tag string
+}
+
+// BlockKind says how a call names its block.
+type BlockKind uint8
+
+// How a call names its block.
+const (
+	BlockNone BlockKind = iota
+	BlockNumber
+	BlockTag
+	BlockHash
+)
+
+// Heads are a node's view of its chain: the numbers (slots) of its newest
+// block and of its newest safe and finalized ones (0 when the node does not
+// say), and the hash of the newest, which reveals a reorg.
+type Heads struct {
+	Latest, Safe, Finalized uint64
+	// Hash is the newest block's hash, when the family has one to give.
+	Hash string
+}
+
+// Caller sends one call to one node and appends its result to dst (see
+// upstream.Node); a family's Chain hooks ask nodes through it.
+type Caller interface {
+	Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error)
+}
+
+// Chain is how a family's nodes tell which chain they are on and how far
+// they are: the hooks of head tracking, part of the family's table.
+type Chain struct {
+	// Identity returns what names the node's chain (an EVM chain id, the
+	// slot chain's genesis hash, the rollup's chain id); nodes of one
+	// network must agree on it.
+	Identity func(ctx context.Context, node Caller) (string, error)
+	// Heads returns the node's heads.
+	Heads func(ctx context.Context, node Caller) (Heads, error)
+	// BlockHash returns the hash of block n on the node's chain, to find
+	// how deep a reorg went; nil when the family keeps no cache that a
+	// reorg could make wrong.
+	BlockHash func(ctx context.Context, node Caller, n uint64) (string, error)
+	// PollInterval is how often heads are asked for by default.
+	PollInterval time.Duration
+	// MaxLag is how far behind the best head a node may be (in blocks or
+	// slots) and still get calls about the newest blocks, by default.
+	MaxLag uint64
 }

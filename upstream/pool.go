@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
@@ -13,66 +14,104 @@ import (
 	"github.com/porticohq/portico/jsonrpc"
 )
 
-// Member is one node of a pool with the name it is logged under.
-type Member struct {
-	// Name identifies the node in logs and errors: a configured label or
-	// the redacted URL, never the raw URL.
-	Name string
-	Node Node
-}
-
 // PoolConfig configures a Pool.
 type PoolConfig struct {
 	// Network names the network, for errors and logs.
 	Network string
-	// Members are the nodes in order of preference: the first healthy one
-	// gets each call, the next ones take over when it fails.
+	// Members are the nodes in order of preference: among the nodes that
+	// can serve a call, the first gets it.
 	Members []Member
-	// Timeout bounds a whole call, failovers included; 0 means 20s.
+	// Timeout bounds a whole call, failovers and hedges included; 0 means
+	// 20s.
 	Timeout time.Duration
 	// AttemptTimeout bounds the call to one node, so a hanging node leaves
 	// time for the next; 0 means 10s.
 	AttemptTimeout time.Duration
-	// Logger receives failover events; nil discards them.
+	// Chain are the family's head-tracking hooks; with no Heads hook the
+	// pool tracks nothing and routes by health alone.
+	Chain portico.Chain
+	// ChainID is the chain the network's nodes must be on (what
+	// Chain.Identity returns); empty means the one most nodes report.
+	ChainID string
+	// PollInterval is how often heads are read; 0 means the family's
+	// default.
+	PollInterval time.Duration
+	// MaxLag is how far behind the best head a node may be and still get
+	// calls about the newest blocks; 0 means the family's default.
+	MaxLag uint64
+	// Hedge configures hedged reads.
+	Hedge Hedge
+	// Logger receives failover, head and chain events; nil discards them.
 	Logger *slog.Logger
-	// Now is the clock for health backoff (not for timeouts); nil means
+	// Now is the clock of health and suspicion (not of timeouts); nil means
 	// time.Now.
 	Now func() time.Time
 }
 
-// Pool sends each call to the first healthy node of a network and fails
-// over to the next on a transport failure (refused, reset, timeout, 5xx):
-// any error that is not a *jsonrpc.Error. A JSON-RPC error from a node is an
-// answer, not a failure: it is returned as is, with no failover.
+// Hedge configures hedged reads: a read that has no answer after a delay
+// is also sent to the next node, and the first good answer wins. The delay
+// is the first node's observed p95 latency, within [MinDelay, MaxDelay].
+type Hedge struct {
+	// Disabled turns hedging off.
+	Disabled bool
+	// MinDelay and MaxDelay bound the delay; 0 means 20ms and 2s.
+	MinDelay, MaxDelay time.Duration
+}
+
+// Request is one call for a pool's nodes.
+type Request struct {
+	Method string
+	Params jsontext.Value
+	// Write marks a call that changes state: it is never hedged, and it
+	// goes to another node only when the first surely did not get it.
+	Write bool
+	// Block is the block the call is about, after any tag was pinned: a
+	// node that lags gets it only when it has the block.
+	Block portico.Block
+}
+
+// Pool sends each call to the best node of a network for that call, hedges
+// reads that take too long, and fails over on transport failures (refused,
+// reset, timeout, 5xx): any error that is not a *jsonrpc.Error. A JSON-RPC
+// error from a node is an answer, not a failure: it is returned as is.
 //
-// A node that fails is benched for a backoff that doubles with each
-// consecutive failure (1s up to 30s); benched nodes are tried only when no
-// other node is left, so a network with one node never refuses a call
-// because of its past.
+// Which node is best: nodes on the wrong chain never get calls; then come
+// nodes that are neither benched (they failed) nor suspect (a hedge had to
+// overtake them) nor lagging (more than MaxLag behind the best head), in
+// configured order; then lagging nodes that have the call's block, least
+// behind first; then the other lagging nodes, least behind first; then
+// suspect nodes; then benched nodes by how soon their bench ends, so a
+// network with one node never refuses a call because of its past.
 type Pool struct {
 	network string
 	members []*member
 	timeout time.Duration
 	attempt time.Duration
+	chain   portico.Chain
+	chainID string
+	poll    time.Duration
+	maxLag  uint64
+	hedge   Hedge
 	log     *slog.Logger
 	now     func() time.Time
+
+	mu        sync.Mutex
+	heads     portico.Heads // the network's: the best of its nodes
+	headsAt   time.Time
+	known     map[uint64]string // recent block hashes of the served chain
+	onHeads   []func(portico.Heads)
+	onReorg   []func(from uint64)
+	cancel    context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
-type member struct {
-	Member
-	mu       sync.Mutex
-	failures int
-	benched  time.Time // zero when healthy
-}
-
-// NewPool builds a pool. It starts no goroutines.
+// NewPool builds a pool. It starts nothing: Start begins head tracking.
 func NewPool(cfg PoolConfig) *Pool {
 	p := &Pool{
-		network: cfg.Network,
-		timeout: cfg.Timeout,
-		attempt: cfg.AttemptTimeout,
-		log:     cfg.Logger,
-		now:     cfg.Now,
+		network: cfg.Network, timeout: cfg.Timeout, attempt: cfg.AttemptTimeout, chain: cfg.Chain,
+		chainID: cfg.ChainID, poll: cfg.PollInterval, maxLag: cfg.MaxLag, hedge: cfg.Hedge,
+		log: cfg.Logger, now: cfg.Now, known: map[uint64]string{},
 	}
 	if p.timeout <= 0 {
 		p.timeout = 20 * time.Second
@@ -80,14 +119,29 @@ func NewPool(cfg PoolConfig) *Pool {
 	if p.attempt <= 0 {
 		p.attempt = 10 * time.Second
 	}
+	if p.poll <= 0 {
+		p.poll = max(p.chain.PollInterval, 100*time.Millisecond)
+		if p.chain.PollInterval == 0 {
+			p.poll = 2 * time.Second
+		}
+	}
+	if p.maxLag == 0 {
+		p.maxLag = p.chain.MaxLag
+	}
+	if p.hedge.MinDelay <= 0 {
+		p.hedge.MinDelay = 20 * time.Millisecond
+	}
+	if p.hedge.MaxDelay <= 0 {
+		p.hedge.MaxDelay = 2 * time.Second
+	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	if p.now == nil {
 		p.now = time.Now
 	}
-	for _, m := range cfg.Members {
-		p.members = append(p.members, &member{Member: m})
+	for i, m := range cfg.Members {
+		p.members = append(p.members, &member{Member: m, index: i})
 	}
 	return p
 }
@@ -95,39 +149,102 @@ func NewPool(cfg PoolConfig) *Pool {
 // Len returns the number of nodes.
 func (p *Pool) Len() int { return len(p.members) }
 
-// Call sends a call to the pool's nodes until one answers, and appends the
+// Call sends a read about no block in particular; see Do.
+func (p *Pool) Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error) {
+	return p.Do(ctx, Request{Method: method, Params: params}, dst)
+}
+
+// attempt is the outcome of one node's try at a call.
+type attempt struct {
+	m     *member
+	res   jsontext.Value
+	err   error
+	start time.Time
+	took  time.Duration
+}
+
+// Do sends a call to the pool's nodes until one answers, and appends the
 // result to dst (see Node). Errors other than a node's JSON-RPC error are
 // *portico.UpstreamError.
-func (p *Pool) Call(caller context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error) {
+func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Value, error) {
 	if len(p.members) == 0 {
 		return nil, &portico.UpstreamError{Network: p.network, Err: portico.ErrNoUpstream}
 	}
-	// One deadline per attempt: the sooner of the call's and the node's.
+	order := p.order(req)
 	deadline := time.Now().Add(p.timeout)
-	var last error
-	var lastName string
-	for _, m := range p.order() {
-		if caller.Err() != nil || !time.Now().Before(deadline) {
-			break
+	ctx, cancel := context.WithDeadline(caller, deadline)
+	defer cancel() // ends the attempts that lost
+	results := make(chan attempt, len(order))
+	next, pending := 0, 0
+	launch := func() {
+		m := order[next]
+		// Only the first attempt appends to dst's spare capacity: a later
+		// one gets a copy of its own, so that two attempts never write the
+		// same bytes and an attempt that lost cannot touch the answer.
+		buf := dst
+		if next > 0 {
+			buf = dst[:len(dst):len(dst)]
 		}
-		actx, acancel := context.WithDeadline(caller, minTime(deadline, time.Now().Add(p.attempt)))
-		res, err := m.Node.Call(actx, method, params, dst)
-		var rpcErr *jsonrpc.Error
-		if err == nil || errors.As(err, &rpcErr) {
-			acancel()
-			m.ok()
-			return res, err
-		}
-		err = classify(actx, err)
-		acancel()
-		if caller.Err() != nil {
-			// The caller gave up (a client went away): not the node's
-			// fault, and nobody is waiting for failover.
+		next++
+		pending++
+		go func() {
+			actx, acancel := context.WithDeadline(ctx, minTime(deadline, time.Now().Add(p.attempt)))
+			defer acancel()
+			start := time.Now()
+			res, err := m.Node.Call(actx, req.Method, req.Params, buf)
+			if err != nil && !isAnswer(err) {
+				err = classify(actx, err)
+			}
+			results <- attempt{m: m, res: res, err: err, start: start, took: time.Since(start)}
+		}()
+	}
+	launch()
+	var hedge <-chan time.Time
+	if !req.Write && !p.hedge.Disabled && len(order) > 1 {
+		t := time.NewTimer(order[0].hedgeDelay(p.hedge.MinDelay, p.hedge.MaxDelay))
+		defer t.Stop()
+		hedge = t.C
+	}
+	var (
+		last     error
+		lastName string
+		slow     *member // the node a hedge overtook in this call
+	)
+	for pending > 0 {
+		select {
+		case a := <-results:
+			pending--
+			if a.err == nil || isAnswer(a.err) {
+				a.m.ok(a.took, a.m != slow)
+				return a.res, a.err
+			}
+			if caller.Err() != nil {
+				// The caller gave up (a client went away): not the node's
+				// fault, and nobody is waiting for failover.
+				return nil, caller.Err()
+			}
+			a.m.fail(p.now())
+			p.log.Warn("upstream failed", "network", p.network, "upstream", a.m.Name, "method", req.Method, "err", a.err)
+			last, lastName = a.err, a.m.Name
+			if req.Write && !undelivered(a.err) {
+				// The node may have the transaction: sending it again
+				// elsewhere is not ours to decide.
+				return nil, &portico.UpstreamError{Network: p.network, Upstream: a.m.Name, Err: a.err}
+			}
+			if next < len(order) && time.Now().Before(deadline) {
+				launch()
+			}
+		case <-hedge:
+			hedge = nil
+			if next < len(order) && pending > 0 {
+				slow = order[next-1]
+				slow.overtaken(p.now())
+				p.log.Debug("hedging", "network", p.network, "slow", order[next-1].Name, "hedge", order[next].Name, "method", req.Method)
+				launch()
+			}
+		case <-caller.Done():
 			return nil, caller.Err()
 		}
-		m.fail(p.now())
-		p.log.Warn("upstream failed", "network", p.network, "upstream", m.Name, "method", method, "err", err)
-		last, lastName = err, m.Name
 	}
 	if caller.Err() != nil {
 		return nil, caller.Err()
@@ -138,56 +255,98 @@ func (p *Pool) Call(caller context.Context, method string, params jsontext.Value
 	return nil, &portico.UpstreamError{Network: p.network, Upstream: lastName, Err: last}
 }
 
-// order lists healthy nodes first, in configured order, then benched ones by
-// how soon their bench ends.
-func (p *Pool) order() []*member {
+// isAnswer reports whether err is a node's JSON-RPC error: an answer.
+func isAnswer(err error) bool {
+	var rpcErr *jsonrpc.Error
+	return errors.As(err, &rpcErr)
+}
+
+// order ranks the nodes for req (see Pool).
+func (p *Pool) order(req Request) []*member {
 	now := p.now()
-	healthy := make([]*member, 0, len(p.members))
-	var benched []*member
+	best := p.Heads().Latest
+	type ranked struct {
+		m     *member
+		class int
+		lag   uint64
+		until time.Time
+	}
+	rs := make([]ranked, 0, len(p.members))
 	for _, m := range p.members {
-		if m.healthy(now) {
-			healthy = append(healthy, m)
-		} else {
-			benched = append(benched, m)
+		benched, suspect, wrong := m.state(now)
+		if wrong {
+			continue // never: its answers are about another chain
 		}
-	}
-	for i := 1; i < len(benched); i++ {
-		for j := i; j > 0 && benched[j].until().Before(benched[j-1].until()); j-- {
-			benched[j], benched[j-1] = benched[j-1], benched[j]
+		h, at, _ := m.chainState()
+		var lag uint64
+		if !at.IsZero() && best > h.Latest {
+			lag = best - h.Latest
 		}
+		lagging := lag > p.maxLag && p.maxLag > 0
+		hasBlock := req.Block.Kind != portico.BlockNumber || at.IsZero() || h.Latest >= req.Block.Number
+		r := ranked{m: m, lag: lag}
+		switch {
+		case benched:
+			r.class, r.until = 4, m.benchEnd()
+		case suspect:
+			r.class = 3
+		case !lagging && hasBlock:
+			r.class = 0
+		case lagging && hasBlock && req.Block.Kind == portico.BlockNumber:
+			r.class = 1
+		default:
+			r.class = 2
+		}
+		rs = append(rs, r)
 	}
-	return append(healthy, benched...)
+	sort.SliceStable(rs, func(i, j int) bool {
+		a, b := rs[i], rs[j]
+		if a.class != b.class {
+			return a.class < b.class
+		}
+		switch a.class {
+		case 1, 2:
+			return a.lag < b.lag
+		case 4:
+			return a.until.Before(b.until)
+		}
+		return false // configured order
+	})
+	out := make([]*member, len(rs))
+	for i, r := range rs {
+		out[i] = r.m
+	}
+	return out
 }
 
-func (m *member) healthy(now time.Time) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.benched.IsZero() || !now.Before(m.benched)
-}
-
-func (m *member) until() time.Time {
+func (m *member) benchEnd() time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.benched
 }
 
-func (m *member) ok() {
-	m.mu.Lock()
-	m.failures = 0
-	m.benched = time.Time{}
-	m.mu.Unlock()
+// Nodes returns the state of every node, in configured order.
+func (p *Pool) Nodes() []NodeState {
+	now := p.now()
+	best := p.Heads().Latest
+	out := make([]NodeState, len(p.members))
+	for i, m := range p.members {
+		out[i] = m.snapshot(now, best, p.maxLag)
+	}
+	return out
 }
 
-func (m *member) fail(now time.Time) {
-	m.mu.Lock()
-	m.failures++
-	backoff := time.Second << min(m.failures-1, 5)
-	m.benched = now.Add(min(backoff, 30*time.Second))
-	m.mu.Unlock()
-}
-
-// Close closes every node.
+// Close stops head tracking and closes every node.
 func (p *Pool) Close() error {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		cancel, done := p.cancel, p.done
+		p.mu.Unlock()
+		if cancel != nil {
+			cancel()
+			<-done
+		}
+	})
 	var errs []error
 	for _, m := range p.members {
 		errs = append(errs, m.Node.Close())

@@ -12,10 +12,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
+	"syscall"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/valyala/fasthttp"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/jsonrpc"
@@ -145,6 +148,18 @@ func (f *failure) Unwrap() []error {
 
 func unavailable(cause error) error {
 	return &failure{kind: portico.ErrUpstreamUnavailable, cause: cause}
+}
+
+// undelivered reports whether a failure proves that the node never got
+// the request: it refused the connection or could not be dialled, or its
+// pool of connections had no room. Only then may a write go elsewhere.
+func undelivered(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, fasthttp.ErrDialTimeout) ||
+		errors.Is(err, fasthttp.ErrNoFreeConns)
 }
 
 // classify turns a transport error into a failure of the right kind.

@@ -55,6 +55,7 @@ func Table() portico.Table {
 			},
 		},
 		DefaultCost:   DefaultCost,
+		Chain:         Chain(),
 		AliasPrefixes: map[string]string{"evm_": "eth_"},
 		NamePattern:   `^(eth|evm|net|web3|debug|trace|txpool)_[A-Za-z0-9]+$`,
 		DefaultAllow: []string{

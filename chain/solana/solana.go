@@ -67,6 +67,7 @@ func TableFor(o Options) portico.Table {
 			Cost:   CostGetBlock,
 		}}, clientMethods()...),
 		DefaultCost: DefaultCost,
+		Chain:       Chain(),
 		NamePattern: `^[a-z][A-Za-z0-9]*$`,
 		DefaultAllow: []string{
 			"getAccountInfo", "getBalance", "getBlockHeight", "getBlockCommitment", "getBlockProduction",

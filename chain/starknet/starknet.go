@@ -96,6 +96,7 @@ func Table() portico.Table {
 			},
 		},
 		DefaultCost:   DefaultCost,
+		Chain:         Chain(),
 		AliasPrefixes: map[string]string{"rollup_": "starknet_"},
 		NamePattern:   `^(starknet|rollup)_[A-Za-z0-9]+$`,
 		DefaultAllow: []string{

@@ -1,0 +1,184 @@
+package upstream
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/porticohq/portico"
+)
+
+// Member is one node of a pool with the name it is logged under.
+type Member struct {
+	// Name identifies the node in logs and errors: a configured label or
+	// the redacted URL, never the raw URL.
+	Name string
+	Node Node
+}
+
+// member is a Member and everything the pool knows of it. One mutex guards
+// the state; the hot path takes it a few times per call.
+type member struct {
+	Member
+	index int // position in the configured order
+
+	mu sync.Mutex
+	// Health: consecutive failures and the bench they earned.
+	failures int
+	benched  time.Time // zero when not benched
+	// Slowness: a node that a hedge had to overtake is suspect for a
+	// while, so that new calls go elsewhere first; a timely answer clears
+	// it.
+	slowStreak int
+	suspect    time.Time
+	// Chain: what the node says of its chain.
+	heads    portico.Heads
+	headsAt  time.Time // when heads were last read; zero when never
+	identity string
+	wrong    bool // on another chain than the network's
+	// Numbers for operators.
+	calls, errs, hedged uint64
+	lat                 latencyWindow
+}
+
+// latencyWindow keeps the durations of a node's last answers, for its
+// quantiles.
+type latencyWindow struct {
+	d    [128]time.Duration
+	n    int // answers recorded, up to len(d)
+	next int
+	p95  time.Duration // cached; recomputed every 16 answers
+	p50  time.Duration
+}
+
+func (w *latencyWindow) add(d time.Duration) {
+	w.d[w.next] = d
+	w.next = (w.next + 1) % len(w.d)
+	if w.n < len(w.d) {
+		w.n++
+	}
+	if w.n < 16 || w.next%16 == 0 {
+		s := slices.Clone(w.d[:w.n])
+		slices.Sort(s)
+		w.p50, w.p95 = s[len(s)/2], s[(len(s)*95)/100]
+	}
+}
+
+// healthy reports whether the node is neither benched nor suspect nor on
+// the wrong chain at now.
+func (m *member) state(now time.Time) (benched, suspect, wrong bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.benched.IsZero() && now.Before(m.benched), !m.suspect.IsZero() && now.Before(m.suspect), m.wrong
+}
+
+// ok records an answer (a result or the node's JSON-RPC error) that took d.
+func (m *member) ok(d time.Duration, timely bool) {
+	m.mu.Lock()
+	m.calls++
+	m.failures = 0
+	m.benched = time.Time{}
+	if timely {
+		m.slowStreak = 0
+		m.suspect = time.Time{}
+	}
+	m.lat.add(d)
+	m.mu.Unlock()
+}
+
+// fail records a transport failure and benches the node for a backoff that
+// doubles with each consecutive failure, from 1s up to 30s.
+func (m *member) fail(now time.Time) {
+	m.mu.Lock()
+	m.calls++
+	m.errs++
+	m.failures++
+	backoff := time.Second << min(m.failures-1, 5)
+	m.benched = now.Add(min(backoff, 30*time.Second))
+	m.mu.Unlock()
+}
+
+// overtaken marks the node suspect: a hedge had to be sent because it did
+// not answer in time. The suspicion lasts from 1s, doubling while the node
+// keeps being overtaken, up to 30s.
+func (m *member) overtaken(now time.Time) {
+	m.mu.Lock()
+	m.hedged++
+	m.slowStreak++
+	d := time.Second << min(m.slowStreak-1, 5)
+	m.suspect = now.Add(min(d, 30*time.Second))
+	m.mu.Unlock()
+}
+
+// hedgeDelay is how long to wait for the node before a hedge: its p95
+// latency within [floor, ceiling]; floor until it has answered enough.
+func (m *member) hedgeDelay(floor, ceiling time.Duration) time.Duration {
+	m.mu.Lock()
+	p95, n := m.lat.p95, m.lat.n
+	m.mu.Unlock()
+	if n < 16 {
+		return max(floor, min(ceiling, 2*floor))
+	}
+	return max(floor, min(ceiling, p95))
+}
+
+// chainState returns what the node says of its chain.
+func (m *member) chainState() (h portico.Heads, at time.Time, wrong bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.heads, m.headsAt, m.wrong
+}
+
+// NodeState is what the pool knows of one node at a moment: for routing
+// decisions' logs, the admin API and metrics.
+type NodeState struct {
+	// Name is the node's label or redacted URL.
+	Name string `json:"name"`
+	// Heads are the node's last heads (zero when never read).
+	Heads portico.Heads `json:"heads"`
+	// HeadsAge is how long ago the heads were read; -1 when never.
+	HeadsAge time.Duration `json:"headsAgeNs"`
+	// Lag is how many blocks the node is behind the network's best head.
+	Lag uint64 `json:"lag"`
+	// Lagging reports a lag beyond the network's max_lag.
+	Lagging bool `json:"lagging"`
+	// Chain is what the node says names its chain; WrongChain reports that
+	// it is not the network's, which excludes the node.
+	Chain      string `json:"chain,omitempty"`
+	WrongChain bool   `json:"wrongChain"`
+	// Benched and Suspect report a node that failed or was slow; Until
+	// says when that ends.
+	Benched      bool      `json:"benched"`
+	BenchedUntil time.Time `json:"benchedUntil,omitzero"`
+	Suspect      bool      `json:"suspect"`
+	// Calls, Errors and Hedged count the node's calls, its transport
+	// failures and the hedges sent because it was slow.
+	Calls  uint64 `json:"calls"`
+	Errors uint64 `json:"errors"`
+	Hedged uint64 `json:"hedged"`
+	// P50 and P95 are quantiles of its last 128 answer times.
+	P50 time.Duration `json:"p50Ns"`
+	P95 time.Duration `json:"p95Ns"`
+}
+
+// snapshot returns the node's state at now; best and maxLag give its lag.
+func (m *member) snapshot(now time.Time, best, maxLag uint64) NodeState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := NodeState{
+		Name: m.Name, Heads: m.heads, HeadsAge: -1, Chain: m.identity, WrongChain: m.wrong,
+		Benched: !m.benched.IsZero() && now.Before(m.benched), Suspect: !m.suspect.IsZero() && now.Before(m.suspect),
+		Calls: m.calls, Errors: m.errs, Hedged: m.hedged, P50: m.lat.p50, P95: m.lat.p95,
+	}
+	if s.Benched {
+		s.BenchedUntil = m.benched
+	}
+	if !m.headsAt.IsZero() {
+		s.HeadsAge = now.Sub(m.headsAt)
+		if best > m.heads.Latest {
+			s.Lag = best - m.heads.Latest
+		}
+		s.Lagging = s.Lag > maxLag
+	}
+	return s
+}

@@ -1,0 +1,287 @@
+package upstream
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/porticohq/portico"
+)
+
+// This file is head tracking: each node's heads and chain, read through
+// the family's Chain hooks every PollInterval; the network's heads (the
+// best of its nodes'), which tags are resolved against; and reorgs of the
+// served chain, which the cache listens for. It is the one source of
+// truth about nodes: routing, the cache's finality rules and operators all
+// read it.
+
+// identityEvery is how many polls pass between identity checks of a node
+// whose chain is known; a node that comes back after a restart may have
+// been pointed elsewhere.
+const identityEvery = 30
+
+// knownDepth is how many recent block hashes of the served chain are kept
+// to find how deep a reorg went.
+const knownDepth = 256
+
+// Start reads every node's chain and heads once, so that a node on the
+// wrong chain is refused before the first call and tags resolve from the
+// start, then keeps reading them every PollInterval until Close. Without a
+// Heads hook it does nothing. ctx bounds the first round.
+func (p *Pool) Start(ctx context.Context) error {
+	if p.chain.Heads == nil || len(p.members) == 0 {
+		return nil
+	}
+	first, cancel := context.WithTimeout(ctx, max(2*p.poll, 5*time.Second))
+	p.pollAll(first, 0)
+	cancel()
+	run, stop := context.WithCancel(context.Background())
+	p.mu.Lock()
+	p.cancel, p.done = stop, make(chan struct{})
+	p.mu.Unlock()
+	go p.track(run)
+	return nil
+}
+
+// track polls until ctx ends.
+func (p *Pool) track(ctx context.Context) {
+	defer close(p.done)
+	t := time.NewTicker(p.poll)
+	defer t.Stop()
+	for round := 1; ; round++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, max(p.poll, time.Second))
+		p.pollAll(pctx, round)
+		cancel()
+	}
+}
+
+// pollAll reads every node at once, then updates the network's heads.
+func (p *Pool) pollAll(ctx context.Context, round int) {
+	var wg sync.WaitGroup
+	for _, m := range p.members {
+		wg.Go(func() { p.pollNode(ctx, m, round) })
+	}
+	wg.Wait()
+	p.checkChains()
+	p.updateHeads(ctx)
+}
+
+// pollNode reads one node's chain (at first and every identityEvery
+// rounds) and heads. A node that does not answer is benched like one that
+// fails a call.
+func (p *Pool) pollNode(ctx context.Context, m *member, round int) {
+	m.mu.Lock()
+	needID := p.chain.Identity != nil && (m.identity == "" || round%identityEvery == 0)
+	m.mu.Unlock()
+	if needID {
+		id, err := p.chain.Identity(ctx, m.Node)
+		if err != nil {
+			if !isAnswer(err) && ctx.Err() == nil {
+				m.fail(p.now())
+			}
+			return
+		}
+		m.mu.Lock()
+		m.identity = id
+		m.mu.Unlock()
+	}
+	h, err := p.chain.Heads(ctx, m.Node)
+	if err != nil {
+		if !isAnswer(err) && ctx.Err() == nil {
+			m.fail(p.now())
+		}
+		return
+	}
+	m.mu.Lock()
+	m.heads, m.headsAt = h, p.now()
+	// A node that answers its probes is back: its calls may go to it
+	// again (a slow node stays suspect; calls tell).
+	m.failures, m.benched = 0, time.Time{}
+	m.mu.Unlock()
+}
+
+// checkChains marks the nodes that are not on the network's chain: the
+// configured ChainID, or else the chain most nodes report (the first in
+// configured order on a tie). A node that changes side is logged.
+func (p *Pool) checkChains() {
+	if p.chain.Identity == nil {
+		return
+	}
+	want := p.chainID
+	if want == "" {
+		counts := map[string]int{}
+		best := 0
+		for _, m := range p.members {
+			m.mu.Lock()
+			id := m.identity
+			m.mu.Unlock()
+			if id == "" {
+				continue
+			}
+			if counts[id]++; counts[id] > best {
+				want, best = id, counts[id]
+			}
+		}
+	}
+	for _, m := range p.members {
+		m.mu.Lock()
+		id, was := m.identity, m.wrong
+		m.wrong = id != "" && id != want
+		now := m.wrong
+		m.mu.Unlock()
+		switch {
+		case now && !was:
+			p.log.Error("node is on another chain: it gets no calls until it is back", "network", p.network, "upstream", m.Name, "chain", id, "want", want)
+		case was && !now:
+			p.log.Info("node is back on the network's chain", "network", p.network, "upstream", m.Name, "chain", id)
+		}
+	}
+}
+
+// updateHeads sets the network's heads to the best of the nodes that are
+// on its chain and not benched (finalized never goes back), finds reorgs
+// of the served chain, and tells the listeners.
+func (p *Pool) updateHeads(ctx context.Context) {
+	now := p.now()
+	var best portico.Heads
+	var bestNode *member
+	for _, m := range p.members {
+		h, at, wrong := m.chainState()
+		benched, _, _ := m.state(now)
+		if at.IsZero() || wrong || benched {
+			continue
+		}
+		if bestNode == nil || h.Latest > best.Latest {
+			best.Latest, best.Hash, bestNode = h.Latest, h.Hash, m
+		}
+		best.Safe = max(best.Safe, h.Safe)
+		best.Finalized = max(best.Finalized, h.Finalized)
+	}
+	if bestNode == nil {
+		return
+	}
+	p.mu.Lock()
+	prev := p.heads
+	best.Finalized = max(best.Finalized, prev.Finalized)
+	best.Safe = max(best.Safe, prev.Safe)
+	p.heads, p.headsAt = best, now
+	onHeads, onReorg := p.onHeads, p.onReorg
+	p.mu.Unlock()
+
+	if from, ok := p.findReorg(ctx, bestNode, prev, best); ok {
+		p.log.Warn("reorg", "network", p.network, "from", from, "head", best.Latest)
+		for _, f := range onReorg {
+			f(from)
+		}
+	}
+	if best != prev {
+		for _, f := range onHeads {
+			f(best)
+		}
+	}
+}
+
+// findReorg checks that the served chain's previous head is still on the
+// best node's chain; when it is not, it walks back to the first block that
+// differs. It needs the family's BlockHash hook and block hashes.
+func (p *Pool) findReorg(ctx context.Context, node *member, prev, cur portico.Heads) (from uint64, reorg bool) {
+	if p.chain.BlockHash == nil || cur.Hash == "" {
+		return 0, false
+	}
+	p.mu.Lock()
+	known := p.known
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.known[cur.Latest] = cur.Hash
+		for n := range p.known {
+			if n+knownDepth < cur.Latest {
+				delete(p.known, n)
+			}
+		}
+		p.mu.Unlock()
+	}()
+	if prev.Hash == "" || (prev.Latest == cur.Latest && prev.Hash == cur.Hash) {
+		return 0, false
+	}
+	check := func(n uint64) (same bool, ok bool) {
+		p.mu.Lock()
+		want, have := known[n]
+		p.mu.Unlock()
+		if !have {
+			return true, false
+		}
+		got := cur.Hash
+		if n != cur.Latest {
+			h, err := p.chain.BlockHash(ctx, node.Node, n)
+			if err != nil || h == "" {
+				return true, false
+			}
+			got = h
+		}
+		return got == want, true
+	}
+	same, ok := check(min(prev.Latest, cur.Latest))
+	if !ok || same {
+		return 0, false
+	}
+	// Walk back to the newest block both chains share, no deeper than
+	// finalized blocks, which do not reorg.
+	from = min(prev.Latest, cur.Latest)
+	for n := from; n > 0 && n > cur.Finalized && from-n < knownDepth; n-- {
+		same, ok := check(n - 1)
+		if !ok || same {
+			break
+		}
+		from = n - 1
+	}
+	p.mu.Lock()
+	for n := range p.known {
+		if n >= from {
+			delete(p.known, n)
+		}
+	}
+	p.mu.Unlock()
+	return from, true
+}
+
+// Heads returns the network's heads: the best of its nodes'.
+func (p *Pool) Heads() portico.Heads {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.heads
+}
+
+// HeadsFresh returns the network's heads and whether they were read within
+// the last two poll intervals, so that an answer made from them is no
+// staler than one a node would give.
+func (p *Pool) HeadsFresh() (portico.Heads, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.heads, !p.headsAt.IsZero() && p.now().Sub(p.headsAt) <= 2*p.poll+time.Second
+}
+
+// MaxLag returns the lag beyond which a node gets no calls about the
+// newest blocks.
+func (p *Pool) MaxLag() uint64 { return p.maxLag }
+
+// OnHeads registers f to be called (on the tracking goroutine) whenever
+// the network's heads change.
+func (p *Pool) OnHeads(f func(portico.Heads)) {
+	p.mu.Lock()
+	p.onHeads = append(p.onHeads, f)
+	p.mu.Unlock()
+}
+
+// OnReorg registers f to be called when the served chain changed from
+// block from on: the blocks from there on are not the ones served before.
+func (p *Pool) OnReorg(f func(from uint64)) {
+	p.mu.Lock()
+	p.onReorg = append(p.onReorg, f)
+	p.mu.Unlock()
+}
