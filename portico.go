@@ -38,6 +38,11 @@ type Method struct {
 	// is never hedged, never answered from cache, and sent to another
 	// node only when the first surely did not get it.
 	Write bool
+	// FromHeads, when not nil, answers the call from the network's
+	// tracked heads (eth_blockNumber, getSlot), so that the head a client
+	// is told and the block its next call is pinned to agree and never go
+	// back. ok false leaves the call to a node.
+	FromHeads func(p Params, h Heads) (result jsontext.Value, ok bool)
 }
 
 // Params is what a method's params rule learned from a call's params.
@@ -52,11 +57,15 @@ type Params struct {
 	// block number n, so that a call about "latest" is sent as a call
 	// about the block the gateway resolved the tag to.
 	Pin func(n uint64) jsontext.Value
+	// ResultBlock reads the block an answer is about, for FinalResult.
+	ResultBlock func(result jsontext.Value) (uint64, bool)
 }
 
-// Cacheability says whether an answer may be served from cache. Only a
-// family's params rule decides it, from what the call addresses; a null
-// answer (a transaction or block that may still appear) is never cached.
+// Cacheability says whether and for how long an answer may be served from
+// cache. Only a family's params rule decides it, from what the call
+// addresses; the gateway applies it against the tracked heads. A null
+// answer (a transaction or block that may still appear) is never cached,
+// and neither is anything about pending state.
 type Cacheability uint8
 
 // How answers may be cached.
@@ -66,6 +75,18 @@ const (
 	// Immutable answers can never change for these params: the call names
 	// its block by hash, or asks for finalized data only.
 	Immutable
+	// ByBlock answers are about Params.Block, a number (a tag is pinned to
+	// one first): final once the block is at or below the finalized head;
+	// until then true until a reorg replaces the block.
+	ByBlock
+	// PerHead answers are about the chain's current state (a gas price, a
+	// balance at a commitment): true for the current head only, dropped
+	// when a new head arrives.
+	PerHead
+	// FinalResult answers name their own block (a receipt, a transaction
+	// by hash): cached once that block, read by Params.ResultBlock, is
+	// final.
+	FinalResult
 )
 
 // Table is a family's method table.
@@ -132,6 +153,30 @@ type Heads struct {
 	Hash string
 }
 
+// Head names one of a chain's heads.
+type Head uint8
+
+// The heads a tag can resolve to.
+const (
+	HeadLatest Head = iota + 1
+	HeadSafe
+	HeadFinalized
+)
+
+// Of returns head k of h, and whether h knows it (a node that knows no
+// safe block leaves Safe at 0).
+func (h Heads) Of(k Head) (uint64, bool) {
+	switch k {
+	case HeadLatest:
+		return h.Latest, h.Latest > 0
+	case HeadSafe:
+		return h.Safe, h.Safe > 0
+	case HeadFinalized:
+		return h.Finalized, h.Finalized > 0
+	}
+	return 0, false
+}
+
 // Caller sends one call to one node and appends its result to dst (see
 // upstream.Node); a family's Chain hooks ask nodes through it.
 type Caller interface {
@@ -151,6 +196,11 @@ type Chain struct {
 	// how deep a reorg went; nil when the family keeps no cache that a
 	// reorg could make wrong.
 	BlockHash func(ctx context.Context, node Caller, n uint64) (string, error)
+	// Tags maps each block tag a call may name to the head it resolves to
+	// (EVM latest, safe, finalized; the slot chain's commitments; the
+	// rollup's latest and l1_accepted). Tags not listed (pending,
+	// earliest) are sent as they are.
+	Tags map[string]Head
 	// PollInterval is how often heads are asked for by default.
 	PollInterval time.Duration
 	// MaxLag is how far behind the best head a node may be (in blocks or

@@ -43,6 +43,10 @@ type Config struct {
 	Meter Balancer
 	// DefaultDailyCredits applies to keys created without a balance.
 	DefaultDailyCredits int64
+	// Nodes returns the state of every network's nodes (heads, lag,
+	// health, latency), served as JSON at /admin/v1/nodes; nil leaves the
+	// endpoint out.
+	Nodes func() any
 	// Logger records changes (never keys or tokens).
 	Logger *slog.Logger
 }
@@ -69,6 +73,9 @@ func New(cfg Config) (*API, error) {
 	a.mux.HandleFunc("PATCH /admin/v1/keys/{name}", a.update)
 	a.mux.HandleFunc("DELETE /admin/v1/keys/{name}", a.revoke)
 	a.mux.HandleFunc("GET /admin/v1/usage", a.usage)
+	if cfg.Nodes != nil {
+		a.mux.HandleFunc("GET /admin/v1/nodes", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, cfg.Nodes()) })
+	}
 	return a, nil
 }
 

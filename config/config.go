@@ -120,10 +120,23 @@ type Limits struct {
 	WSIdleTimeout          time.Duration `yaml:"ws_idle_timeout"`
 }
 
-// Cache configures the cache of results that can never change.
+// Cache configures the cache of answers, which follows each family's
+// finality rules (docs/methods.md).
 type Cache struct {
-	// MaxBytes bounds the cache; 0 turns caching off.
+	// MaxBytes bounds this instance's cache; 0 turns caching off.
 	MaxBytes uint64 `yaml:"max_bytes"`
+	// HitDiscountPercent is the share of a call's cost given back when its
+	// answer came from cache; 0 charges hits like misses.
+	HitDiscountPercent int `yaml:"hit_discount_percent"`
+	// Redis is a redis:// URL of a cache that many instances share (final
+	// answers only, zstd-compressed); empty keeps the cache per instance.
+	Redis string `yaml:"redis"`
+	// RedisPrefix starts every key of the shared cache.
+	RedisPrefix string `yaml:"redis_prefix"`
+	// RedisTTL is how long a shared entry lives; RedisMaxEntryBytes bounds
+	// one entry after compression.
+	RedisTTL           time.Duration `yaml:"redis_ttl"`
+	RedisMaxEntryBytes int           `yaml:"redis_max_entry_bytes"`
 }
 
 // Log configures logging.
@@ -161,9 +174,32 @@ type Network struct {
 	// Timeout bounds a call including failover; AttemptTimeout one node.
 	Timeout        time.Duration `yaml:"timeout"`
 	AttemptTimeout time.Duration `yaml:"attempt_timeout"`
+	// ChainID is the chain every node must be on (an EVM chain id such as
+	// "0x1", the slot chain's genesis hash, the rollup's chain id); a node
+	// on another chain gets no calls. Empty means the chain most nodes
+	// report.
+	ChainID string `yaml:"chain_id"`
+	// MaxLag is how many blocks (slots) behind the best node a node may be
+	// and still get calls about the newest blocks; 0 keeps the family's
+	// default (evm 10, solana 50, starknet 5).
+	MaxLag uint64 `yaml:"max_lag"`
+	// PollInterval is how often each node's heads are read; 0 keeps the
+	// family's default (evm and solana 1s, starknet 2s).
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// Hedge configures hedged reads.
+	Hedge Hedge `yaml:"hedge"`
 	// Devnet configures the embedded devnet used when there are no
 	// upstreams.
 	Devnet Devnet `yaml:"devnet"`
+}
+
+// Hedge configures hedged reads: a read with no answer after the first
+// node's p95 latency (within [min_delay, max_delay]) is also sent to the
+// next node; the first good answer wins.
+type Hedge struct {
+	Disabled bool          `yaml:"disabled"`
+	MinDelay time.Duration `yaml:"min_delay"`
+	MaxDelay time.Duration `yaml:"max_delay"`
 }
 
 // Upstream is one node.
@@ -221,7 +257,7 @@ func DefaultConfig() Config {
 			IdleTimeout:            120 * time.Second,
 			WSIdleTimeout:          10 * time.Minute,
 		},
-		Cache:    Cache{MaxBytes: 64 << 20},
+		Cache:    Cache{MaxBytes: 64 << 20, RedisPrefix: "portico:cache:", RedisTTL: 24 * time.Hour, RedisMaxEntryBytes: 1 << 20},
 		Log:      Log{Level: "info", Format: "text"},
 		Store:    Store{KeyCacheTTL: 5 * time.Second},
 		Metering: Metering{FlushInterval: time.Second, DefaultDailyCredits: 3_000_000, RedisPrefix: "portico:"},
@@ -311,6 +347,12 @@ func (c *Config) Validate() error {
 	if u := c.Metering.Redis; u != "" && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") && !strings.HasPrefix(u, "unix://") {
 		return errors.New("config: metering.redis: want a redis://, rediss:// or unix:// URL")
 	}
+	if u := c.Cache.Redis; u != "" && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") && !strings.HasPrefix(u, "unix://") {
+		return errors.New("config: cache.redis: want a redis://, rediss:// or unix:// URL")
+	}
+	if p := c.Cache.HitDiscountPercent; p < 0 || p > 100 {
+		return errors.New("config: cache.hit_discount_percent: must be 0 to 100")
+	}
 	if u := c.Store.Postgres; u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
 		return errors.New("config: store.postgres: want a postgres:// URL")
 	}
@@ -393,6 +435,12 @@ func (c *Config) Validate() error {
 		}
 		if n.Timeout < 0 || n.AttemptTimeout < 0 {
 			return fmt.Errorf("config: %s.timeout: must not be negative", field)
+		}
+		if n.PollInterval < 0 {
+			return fmt.Errorf("config: %s.poll_interval: must not be negative", field)
+		}
+		if n.Hedge.MinDelay < 0 || n.Hedge.MaxDelay < 0 || (n.Hedge.MaxDelay > 0 && n.Hedge.MaxDelay < n.Hedge.MinDelay) {
+			return fmt.Errorf("config: %s.hedge: delays must not be negative and max_delay not below min_delay", field)
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +30,8 @@ type request struct {
 type outcome struct {
 	result jsontext.Value
 	err    error
+	// cache says whether the call could be served from cache and was.
+	cache cacheState
 	// framed, when set, is the whole response but its closing brace,
 	// built in the response buffer with the result in place: a single
 	// call's result is copied from the node's answer once, not twice.
@@ -56,6 +57,11 @@ type billing struct {
 	bill *metering.Bill
 	// retryAfter is set when the key's limits refused the calls.
 	retryAfter time.Duration
+	// cacheable and hits count the calls that could be served from cache
+	// and those that were, for the X-Cache headers; batch says the body
+	// was a batch.
+	cacheable, hits int
+	batch           bool
 }
 
 // handle answers a request body, appending the response to dst. It returns
@@ -167,17 +173,32 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			failCharged()
 		}
 	}
-	if bill != nil && bill.Charged > 0 {
-		for i, o := range outs {
-			if o.err != nil && preps[i].m != nil && refundable(o.err) {
-				if err := g.meter.Refund(ctx, bill, metering.Item{Method: preps[i].m.Name, Cost: int64(preps[i].m.Cost)}); err != nil {
-					g.log.Error("refund failed", "key", rq.id.Name, "method", preps[i].m.Name, "err", err)
-				}
+	info := billing{bill: bill, batch: batch}
+	for i, o := range outs {
+		if o.cache != cacheNone {
+			info.cacheable++
+		}
+		if o.cache == cacheHit {
+			info.hits++
+		}
+		if bill == nil || bill.Charged == 0 || preps[i].m == nil {
+			continue
+		}
+		// Failures through our fault or the node's are refunded; a cache
+		// hit gives back what configuration says a hit does not cost.
+		refund := int64(0)
+		switch {
+		case o.err != nil && refundable(o.err):
+			refund = int64(preps[i].m.Cost)
+		case o.err == nil && o.cache == cacheHit && g.hitOff > 0:
+			refund = int64(preps[i].m.Cost) * int64(g.hitOff) / 100
+		}
+		if refund > 0 {
+			if err := g.meter.Refund(ctx, bill, metering.Item{Method: preps[i].m.Name, Cost: refund}); err != nil {
+				g.log.Error("refund failed", "key", rq.id.Name, "method", preps[i].m.Name, "err", err)
 			}
 		}
 	}
-
-	info := billing{bill: bill}
 	if quota != nil {
 		info.retryAfter = quota.RetryAfter
 	}
@@ -273,43 +294,6 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 		params = p
 	}
 	return prepared{m: m, params: params}, nil
-}
-
-// forward serves one prepared call from the cache or the upstream. With
-// frame set, the result is appended to it and the outcome is framed (see
-// outcome).
-func (g *Gateway) forward(ctx context.Context, rq request, p prepared, frame []byte) outcome {
-	m, params := p.m, p.params.Send
-	var key string
-	if g.cache != nil && p.params.Cache == portico.Immutable {
-		key = cacheKey(rq.net.Name, m.Name, params)
-		if res, ok := g.cache.Get(key); ok {
-			if frame != nil {
-				return outcome{result: res, framed: append(frame, res...)}
-			}
-			return outcome{result: res}
-		}
-	}
-	full, err := rq.net.Upstream.Call(ctx, m.Name, params, frame)
-	if err != nil {
-		var up *portico.UpstreamError
-		if errors.As(err, &up) {
-			g.log.Warn("upstream call failed", "network", rq.net.Name, "method", m.Name, "key", rq.id.Name, "err", err)
-		}
-		return outcome{err: err}
-	}
-	res := full[len(frame):]
-	if key != "" && len(res) > 0 && res.Kind() != 'n' {
-		// A null (a transaction or block not there yet) may still change.
-		g.cache.Set(key, res)
-	}
-	if g.log.Enabled(ctx, slog.LevelDebug) {
-		g.log.Debug("call", "network", rq.net.Name, "method", m.Name, "key", rq.id.Name, "bytes", len(res))
-	}
-	if frame != nil {
-		return outcome{result: res, framed: full}
-	}
-	return outcome{result: res}
 }
 
 // credits answers portico_getCredits: the key's balance, without charge.

@@ -21,6 +21,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/valyala/fasthttp"
 
+	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/metering"
@@ -32,15 +33,22 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, key string) (apikey.Identity, error)
 }
 
-// Caller sends a call upstream and appends its result to dst;
-// *upstream.Pool is one.
-type Caller interface {
-	Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error)
+// Upstream answers a network's calls and tells its heads; *upstream.Pool
+// is one.
+type Upstream interface {
+	// Do sends a call to a node and appends its result to dst.
+	Do(ctx context.Context, req upstream.Request, dst []byte) (jsontext.Value, error)
+	// HeadsFresh returns the network's tracked heads, and whether they
+	// are fresh enough to answer from.
+	HeadsFresh() (portico.Heads, bool)
+	// OnHeads and OnReorg register the cache's listeners.
+	OnHeads(func(portico.Heads))
+	OnReorg(func(from uint64))
 }
 
 var (
 	_ Authenticator = (*apikey.Set)(nil)
-	_ Caller        = (*upstream.Pool)(nil)
+	_ Upstream      = (*upstream.Pool)(nil)
 )
 
 // Meter charges calls in credits; *metering.Meter is one.
@@ -65,7 +73,7 @@ type Network struct {
 	// Methods is the network's resolved method table.
 	Methods *Methods
 	// Upstream answers the calls that pass the gateway's checks.
-	Upstream Caller
+	Upstream Upstream
 }
 
 // Limits bound what clients can send; see config.Limits.
@@ -91,6 +99,10 @@ type Config struct {
 	Limits   Limits
 	// Cache holds immutable results; nil disables caching.
 	Cache *Cache
+	// CacheHitDiscount is the share of a call's cost, in percent, given
+	// back when the answer came from cache. 0, the default, charges hits
+	// like misses: a user pays for the answer, not for our node.
+	CacheHitDiscount int
 	// Meter charges accepted calls; nil turns metering off.
 	Meter Meter
 	// Logger receives access and error logs; keys never reach it.
@@ -104,6 +116,7 @@ type Gateway struct {
 	byName  map[string]*Network
 	limits  Limits
 	cache   *Cache
+	hitOff  int // percent of a hit's cost given back
 	meter   Meter
 	log     *slog.Logger
 	conns   atomic.Int64 // open TCP connections over all listeners
@@ -125,6 +138,7 @@ func New(cfg Config) *Gateway {
 		byName:  map[string]*Network{},
 		limits:  cfg.Limits,
 		cache:   cfg.Cache,
+		hitOff:  min(max(cfg.CacheHitDiscount, 0), 100),
 		meter:   cfg.Meter,
 		log:     cfg.Logger,
 		sockets: map[*jsonrpc.Conn]struct{}{},
@@ -136,6 +150,14 @@ func New(cfg Config) *Gateway {
 		g.byName[n.Name] = n
 		for _, h := range n.Hosts {
 			g.byHost[strings.ToLower(h)] = n
+		}
+		if g.cache != nil {
+			name, c := n.Name, g.cache
+			n.Upstream.OnHeads(func(h portico.Heads) { c.heads(name, h) })
+			n.Upstream.OnReorg(func(from uint64) { c.reorg(name, from) })
+			if h, ok := n.Upstream.HeadsFresh(); ok {
+				c.heads(name, h)
+			}
 		}
 	}
 	return g

@@ -97,11 +97,27 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed *Network) {
 	if info.bill != nil {
 		creditHeaders(ctx.Response.Header.Set, info.bill)
 	}
+	switch {
+	case info.cacheable == 0:
+	case info.batch:
+		ctx.Response.Header.Set(HeaderCacheHits, strconv.Itoa(info.hits))
+	case info.hits == 1:
+		ctx.Response.Header.Set(HeaderCache, "HIT")
+	default:
+		ctx.Response.Header.Set(HeaderCache, "MISS")
+	}
 	if info.retryAfter > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.FormatInt(int64(max(time.Second, info.retryAfter+time.Second-1)/time.Second), 10))
 	}
 	g.write(ctx, status, out, rq, start)
 }
+
+// Cache headers: a single call that could be served from cache says
+// whether it was (HIT or MISS); a batch says how many of its calls were.
+const (
+	HeaderCache     = "X-Cache"
+	HeaderCacheHits = "X-Cache-Hits"
+)
 
 // Credit headers on every metered HTTP response (docs/errors.md).
 const (

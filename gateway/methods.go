@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 // the row that serves it, with costs and the allowlist from config applied.
 type Methods struct {
 	byName map[string]*portico.Method
+	chain  portico.Chain // how tags resolve to heads
 }
 
 // MethodsConfig adjusts a family table for one network.
@@ -51,7 +53,7 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 			}
 		}
 	}
-	m := &Methods{byName: map[string]*portico.Method{}}
+	m := &Methods{byName: map[string]*portico.Method{}, chain: t.Chain}
 	add := func(row *portico.Method, names ...string) error {
 		for _, name := range names {
 			for _, n := range withPrefixAliases(t.AliasPrefixes, name) {
@@ -74,7 +76,7 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 		if _, ok := m.byName[name]; ok {
 			continue // a row of its own already serves it
 		}
-		if err := add(&portico.Method{Name: name, Cost: defCost}, name); err != nil {
+		if err := add(&portico.Method{Name: name, Cost: defCost, Write: slices.Contains(t.Writes, name)}, name); err != nil {
 			return nil, err
 		}
 	}

@@ -140,7 +140,7 @@ func newEnv(t *testing.T, o options) *env {
 		o.limits(&limits)
 	}
 	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cache := gateway.NewCache(1 << 20)
+	cache := gateway.NewCache(1<<20, nil)
 	t.Cleanup(cache.Close)
 	e.gw = gateway.New(gateway.Config{
 		Keys:     apikey.NewSet(append(o.keys, apikey.Entry{Name: "tester", Hash: apikey.Sum(testKey)})...),

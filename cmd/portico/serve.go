@@ -109,6 +109,7 @@ type Main struct {
 	Meter *metering.Meter
 
 	log     *slog.Logger
+	pools   map[string]*upstream.Pool // by network
 	gw      *gateway.Gateway
 	cache   *gateway.Cache
 	servers []*fasthttp.Server
@@ -165,7 +166,22 @@ func (m *Main) Run(ctx context.Context) error {
 		gwMeter = meter
 	}
 	if cfg.Cache.MaxBytes > 0 {
-		m.cache = gateway.NewCache(cfg.Cache.MaxBytes)
+		var shared gateway.Shared
+		if cfg.Cache.Redis != "" {
+			rdb, err := dialRedis(ctx, "cache.redis", cfg.Cache.Redis)
+			if err != nil {
+				return err
+			}
+			m.closers = append(m.closers, rdb)
+			rs, err := gateway.NewRedisShared(rdb, gateway.RedisSharedConfig{Prefix: cfg.Cache.RedisPrefix,
+				TTL: cfg.Cache.RedisTTL, MaxEntryBytes: cfg.Cache.RedisMaxEntryBytes, Logger: m.log})
+			if err != nil {
+				return err
+			}
+			m.closers = append(m.closers, rs) // closed before the client
+			shared = rs
+		}
+		m.cache = gateway.NewCache(cfg.Cache.MaxBytes, shared)
 	}
 
 	var nets []*gateway.Network
@@ -178,11 +194,12 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	l := cfg.Limits
 	m.gw = gateway.New(gateway.Config{
-		Keys:     store.NewAuthenticator(st, cfg.Store.KeyCacheTTL),
-		Meter:    gwMeter,
-		Networks: nets,
-		Cache:    m.cache,
-		Logger:   m.log,
+		Keys:             store.NewAuthenticator(st, cfg.Store.KeyCacheTTL),
+		Meter:            gwMeter,
+		Networks:         nets,
+		Cache:            m.cache,
+		CacheHitDiscount: cfg.Cache.HitDiscountPercent,
+		Logger:           m.log,
 		Limits: gateway.Limits{
 			MaxBodyBytes: l.MaxBodyBytes, MaxBatch: l.MaxBatch, MaxWSMessageBytes: l.MaxWSMessageBytes,
 			MaxConnections: l.MaxConnections, MaxWSConnections: l.MaxWSConnections,
@@ -196,7 +213,7 @@ func (m *Main) Run(ctx context.Context) error {
 	handler := m.gw.Handler()
 	if cfg.Admin.Token != "" {
 		api, err := admin.New(admin.Config{Token: cfg.Admin.Token, Store: st, Meter: meter,
-			DefaultDailyCredits: cfg.Metering.DefaultDailyCredits, Logger: m.log})
+			DefaultDailyCredits: cfg.Metering.DefaultDailyCredits, Logger: m.log, Nodes: m.nodes})
 		if err != nil {
 			return err
 		}
@@ -274,7 +291,8 @@ func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network
 		}
 		members = append(members, member)
 	}
-	methods, err := gateway.NewMethods(fam.Table(embedded), gateway.MethodsConfig{Allow: n.Methods, Costs: n.Costs, DefaultCost: n.DefaultCost})
+	table := fam.Table(embedded)
+	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{Allow: n.Methods, Costs: n.Costs, DefaultCost: n.DefaultCost})
 	if err != nil {
 		return nil, err
 	}
@@ -283,8 +301,17 @@ func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network
 	}
 	pool := upstream.NewPool(upstream.PoolConfig{
 		Network: n.Name, Members: members, Timeout: n.Timeout, AttemptTimeout: n.AttemptTimeout, Logger: m.log,
+		Chain: table.Chain, ChainID: n.ChainID, MaxLag: n.MaxLag, PollInterval: n.PollInterval,
+		Hedge: upstream.Hedge{Disabled: n.Hedge.Disabled, MinDelay: n.Hedge.MinDelay, MaxDelay: n.Hedge.MaxDelay},
 	})
 	m.closers = append(m.closers, pool)
+	if err := pool.Start(ctx); err != nil {
+		return nil, err
+	}
+	if m.pools == nil {
+		m.pools = map[string]*upstream.Pool{}
+	}
+	m.pools[n.Name] = pool
 	return &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Upstream: pool}, nil
 }
 
@@ -361,6 +388,24 @@ func (m *Main) printReady() {
 		fmt.Fprintf(m.Stdout, "%-16s %s  %s  curl -s %s -H 'Content-Type: application/json' -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"}'\n",
 			ep.Name, httpURL, wsURL, httpURL, fam.Probe)
 	}
+}
+
+// nodes returns every network's nodes with the network's heads, for the
+// admin API.
+func (m *Main) nodes() any {
+	type network struct {
+		Name   string               `json:"name"`
+		Heads  portico.Heads        `json:"heads"`
+		MaxLag uint64               `json:"maxLag"`
+		Nodes  []upstream.NodeState `json:"nodes"`
+	}
+	var out []network
+	for _, n := range m.Config.Networks {
+		if p := m.pools[n.Name]; p != nil {
+			out = append(out, network{Name: n.Name, Heads: p.Heads(), MaxLag: p.MaxLag(), Nodes: p.Nodes()})
+		}
+	}
+	return out
 }
 
 // Close stops listeners, then upstreams and devnets, and waits. Calls after

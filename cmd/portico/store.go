@@ -99,18 +99,19 @@ func devKey(ctx context.Context, dataDir string, s *store.Store) (string, error)
 	return key, nil
 }
 
-// dialRedis connects to the metering Redis and checks it answers.
-func dialRedis(ctx context.Context, url string) (*redis.Client, error) {
+// dialRedis connects to the Redis at url (config field field) and checks
+// it answers.
+func dialRedis(ctx context.Context, field, url string) (*redis.Client, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("metering.redis: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	// Plain Redis servers have no maintenance notifications to follow.
 	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	c := redis.NewClient(opts)
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("metering.redis: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	return c, nil
 }
@@ -143,7 +144,7 @@ func (m *Main) newMeter(ctx context.Context, s *store.Store) (*metering.Meter, e
 	}
 	var counter metering.Counter = metering.NewMemory(s.Spent, nil)
 	if cfg.Metering.Redis != "" {
-		rdb, err := dialRedis(ctx, cfg.Metering.Redis)
+		rdb, err := dialRedis(ctx, "metering.redis", cfg.Metering.Redis)
 		if err != nil {
 			return nil, err
 		}
