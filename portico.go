@@ -100,9 +100,14 @@ type Table struct {
 	// their own.
 	DefaultCost int
 	// DefaultAllow is the default allowlist: methods with no row of their
-	// own that are forwarded unchanged at DefaultCost. A network's config
-	// may replace it.
+	// own that are forwarded at DefaultCost. A network's config may
+	// replace it.
 	DefaultAllow []string
+	// Known are rules for methods that are served only when allowlisted:
+	// what block a call is about and how its answer may be cached. An
+	// allowlisted method without one is forwarded as it is and never
+	// cached. Their Cost, when 0, is the network's default cost.
+	Known []Method
 	// NamePattern is a regular expression that every method name of the
 	// family matches (an allowlist in config is checked against it).
 	NamePattern string

@@ -71,12 +71,24 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 			return nil, err
 		}
 	}
+	known := map[string]portico.Method{}
+	for _, k := range t.Known {
+		known[k.Name] = k
+	}
 	for _, name := range allow {
 		name = canonical(t.AliasPrefixes, name)
 		if _, ok := m.byName[name]; ok {
 			continue // a row of its own already serves it
 		}
-		if err := add(&portico.Method{Name: name, Cost: defCost, Write: slices.Contains(t.Writes, name)}, name); err != nil {
+		row, ok := known[name]
+		if !ok {
+			row = portico.Method{Name: name}
+		}
+		if row.Cost == 0 {
+			row.Cost = defCost
+		}
+		row.Write = row.Write || slices.Contains(t.Writes, name)
+		if err := add(&row, name); err != nil {
 			return nil, err
 		}
 	}

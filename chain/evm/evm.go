@@ -56,6 +56,8 @@ func Table() portico.Table {
 		},
 		DefaultCost:   DefaultCost,
 		Chain:         Chain(),
+		Known:         knownRules(),
+		Writes:        []string{"eth_sendRawTransaction", "eth_sendTransaction"},
 		AliasPrefixes: map[string]string{"evm_": "eth_"},
 		NamePattern:   `^(eth|evm|net|web3|debug|trace|txpool)_[A-Za-z0-9]+$`,
 		DefaultAllow: []string{
@@ -98,17 +100,14 @@ func GetProofParams(raw jsontext.Value) (portico.Params, error) {
 	}
 	if len(p) == 2 {
 		out := bytes.TrimRight(raw, " \t\r\n")
-		return portico.Params{Send: append(append(out[:len(out)-1:len(out)-1], `,"latest"`...), ']')}, nil
+		raw = append(append(out[:len(out)-1:len(out)-1], `,"latest"`...), ']')
+		return blockParams(raw, append(p, jsontext.Value(`"latest"`)), 2, portico.Block{Kind: portico.BlockTag, Tag: "latest"}), nil
 	}
-	k, err := block(p[2], 3, "block")
+	b, err := block(p[2], 3, "block")
 	if err != nil {
 		return portico.Params{}, err
 	}
-	out := portico.Params{Send: raw}
-	if k == byHash {
-		out.Cache = portico.Immutable
-	}
-	return out, nil
+	return blockParams(raw, p, 2, b), nil
 }
 
 // GetTransactionByBlockHashAndIndexParams checks [blockHash, index]. The
@@ -124,7 +123,7 @@ func GetTransactionByBlockHashAndIndexParams(raw jsontext.Value) (portico.Params
 	if _, err := quantity(p[1], 2, "index", 64); err != nil {
 		return portico.Params{}, err
 	}
-	return portico.Params{Send: raw, Cache: portico.Immutable}, nil
+	return portico.Params{Send: raw, Cache: portico.Immutable, Block: portico.Block{Kind: portico.BlockHash}}, nil
 }
 
 func address(v jsontext.Value, pos int, field string) error {
@@ -182,69 +181,64 @@ func quantity(v jsontext.Value, pos int, field string, bits int) (uint64, error)
 	return n, nil
 }
 
-// blockKind says how a block was named, for caching.
-type blockKind int
-
-const (
-	byNumber blockKind = iota
-	byTag
-	byHash
-)
-
 // block checks a block parameter: a hex number, a tag, a block hash, or an
-// EIP-1898 object with exactly one of blockNumber and blockHash.
-func block(v jsontext.Value, pos int, field string) (blockKind, error) {
+// EIP-1898 object with exactly one of blockNumber and blockHash, and says
+// which block it names.
+func block(v jsontext.Value, pos int, field string) (portico.Block, error) {
 	const want = `want a hex block number, one of latest, earliest, pending, safe, finalized, a 32-byte block hash, or an object with blockNumber or blockHash`
 	switch v.Kind() {
 	case '"':
 		s, err := rpcparams.String(v, pos, field)
 		if err != nil {
-			return 0, err
+			return portico.Block{}, err
 		}
 		for _, tag := range blockTags {
 			if s == tag {
-				return byTag, nil
+				if tag == "earliest" {
+					return portico.Block{Kind: portico.BlockNumber, Number: 0}, nil
+				}
+				return portico.Block{Kind: portico.BlockTag, Tag: tag}, nil
 			}
 		}
 		if isHash(s) {
-			return byHash, nil
+			return portico.Block{Kind: portico.BlockHash}, nil
 		}
 		if !hasHexPrefix(s) {
-			return 0, rpcparams.Errorf(pos, field, "%s, got %s", want, rpcparams.Describe(v))
+			return portico.Block{}, rpcparams.Errorf(pos, field, "%s, got %s", want, rpcparams.Describe(v))
 		}
-		_, err = quantity(v, pos, field, 63)
-		return byNumber, err
+		n, err := quantity(v, pos, field, 63)
+		return portico.Block{Kind: portico.BlockNumber, Number: n}, err
 	case '{':
 		obj, err := rpcparams.Object(v, pos, field, "blockNumber", "blockHash", "requireCanonical")
 		if err != nil {
-			return 0, err
+			return portico.Block{}, err
 		}
 		num, hasNum := obj["blockNumber"]
 		h, hasHash := obj["blockHash"]
 		switch {
 		case hasNum == hasHash:
-			return 0, rpcparams.Errorf(pos, field, "set exactly one of blockNumber and blockHash")
+			return portico.Block{}, rpcparams.Errorf(pos, field, "set exactly one of blockNumber and blockHash")
 		case hasNum:
 			if _, ok := obj["requireCanonical"]; ok {
-				return 0, rpcparams.Errorf(pos, field+".requireCanonical", "only allowed with blockHash")
+				return portico.Block{}, rpcparams.Errorf(pos, field+".requireCanonical", "only allowed with blockHash")
 			}
-			k, err := block(num, pos, field+".blockNumber")
-			if err == nil && k == byHash {
+			b, err := block(num, pos, field+".blockNumber")
+			if err == nil && b.Kind == portico.BlockHash {
 				err = rpcparams.Errorf(pos, field+".blockNumber", "want a hex block number or a tag, got a hash")
 			}
-			return byNumber, err
+			return b, err
 		}
 		if err := hash(h, pos, field+".blockHash"); err != nil {
-			return 0, err
+			return portico.Block{}, err
 		}
 		if rc, ok := obj["requireCanonical"]; ok {
 			if _, err := rpcparams.Bool(rc, pos, field+".requireCanonical"); err != nil {
-				return 0, err
+				return portico.Block{}, err
 			}
 		}
-		return byHash, nil
+		return portico.Block{Kind: portico.BlockHash}, nil
 	}
-	return 0, rpcparams.Errorf(pos, field, "%s, got %s", want, rpcparams.Describe(v))
+	return portico.Block{}, rpcparams.Errorf(pos, field, "%s, got %s", want, rpcparams.Describe(v))
 }
 
 func hasHexPrefix(s string) bool { return strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") }

@@ -2,6 +2,7 @@ package evm_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -125,28 +126,84 @@ func TestGetTransactionByBlockHashAndIndexParams(t *testing.T) {
 	})
 }
 
-// TestCacheability: the params rules say which calls address immutable
-// data, in the one scan of the params.
+// TestCacheability: each rule says, in its one scan of the params, what
+// block a call is about, how its answer may be cached, and how a tag is
+// pinned to the block the gateway resolves it to.
 func TestCacheability(t *testing.T) {
 	tb := evm.Table()
-	proof, tx := tb.Methods[0].Params, tb.Methods[1].Params
+	rules := map[string]func(jsontext.Value) (portico.Params, error){}
+	for _, m := range append(tb.Methods, tb.Known...) {
+		rules[m.Name] = m.Params
+	}
+	const tx = `"0x88df016429689c079f3b2f6ad39fa052532c56795b733da78a91ebe6a713944b"`
 	cases := []struct {
-		name   string
-		rule   func(jsontext.Value) (portico.Params, error)
-		params string
-		want   portico.Cacheability
+		method, params string
+		cache          portico.Cacheability
+		block          string // kind:number or kind:tag
+		pinned         string // the params pinned to block 0x10, when a tag can be
 	}{
-		{"proof by hash", proof, `[` + addr + `,[],` + hash + `]`, portico.Immutable},
-		{"proof by eip-1898 hash", proof, `[` + addr + `,[],{"blockHash":` + hash + `}]`, portico.Immutable},
-		{"proof at latest", proof, `[` + addr + `,[],"latest"]`, portico.NotCacheable},
-		{"proof at number", proof, `[` + addr + `,[],"0x1"]`, portico.NotCacheable},
-		{"proof without block", proof, `[` + addr + `,[]]`, portico.NotCacheable},
-		{"tx in a block by hash", tx, `[` + hash + `,"0x0"]`, portico.Immutable},
+		{"eth_getProof", `[` + addr + `,[],` + hash + `]`, portico.Immutable, "hash", ""},
+		{"eth_getProof", `[` + addr + `,[],{"blockHash":` + hash + `}]`, portico.Immutable, "hash", ""},
+		{"eth_getProof", `[` + addr + `,[],"latest"]`, portico.ByBlock, "tag:latest", `[` + addr + `,[],"0x10"]`},
+		{"eth_getProof", `[` + addr + `,[],"0x1"]`, portico.ByBlock, "number:1", ""},
+		{"eth_getProof", `[` + addr + `,[]]`, portico.ByBlock, "tag:latest", `[` + addr + `,[],"0x10"]`},
+		{"eth_getProof", `[` + addr + `,[],"pending"]`, portico.NotCacheable, "tag:pending", ""},
+		{"eth_getTransactionByBlockHashAndIndex", `[` + hash + `,"0x0"]`, portico.Immutable, "hash", ""},
+		{"eth_getBalance", `[` + addr + `,"finalized"]`, portico.ByBlock, "tag:finalized", `[` + addr + `,"0x10"]`},
+		{"eth_getBalance", `[` + addr + `,{"blockNumber":"safe"}]`, portico.ByBlock, "tag:safe", `[` + addr + `,"0x10"]`},
+		{"eth_getBalance", `[` + addr + `]`, portico.NotCacheable, "none", ""},
+		{"eth_getBalance", `[` + addr + `,"earliest"]`, portico.ByBlock, "number:0", ""},
+		{"eth_call", `[{"to":` + addr + `},"latest",{}]`, portico.ByBlock, "tag:latest", `[{"to":` + addr + `},"0x10",{}]`},
+		{"eth_getStorageAt", `[` + addr + `,"0x0","0x2"]`, portico.ByBlock, "number:2", ""},
+		{"eth_getBlockByNumber", `["latest",false]`, portico.ByBlock, "tag:latest", `["0x10",false]`},
+		{"eth_getBlockByNumber", `["pending",true]`, portico.NotCacheable, "tag:pending", ""},
+		{"eth_getBlockByHash", `[` + hash + `,true]`, portico.Immutable, "hash", ""},
+		{"eth_getBlockReceipts", `[` + hash + `]`, portico.Immutable, "hash", ""},
+		{"eth_feeHistory", `["0x4","latest",[25,75]]`, portico.ByBlock, "tag:latest", `["0x4","0x10",[25,75]]`},
+		{"eth_getTransactionByHash", `[` + tx + `]`, portico.FinalResult, "hash", ""},
+		{"eth_getTransactionReceipt", `[` + tx + `]`, portico.FinalResult, "hash", ""},
+		{"eth_getLogs", `[{"blockHash":` + hash + `}]`, portico.Immutable, "hash", ""},
+		{"eth_getLogs", `[{"fromBlock":"0x1","toBlock":"0x5"}]`, portico.ByBlock, "number:5", ""},
+		{"eth_getLogs", `[{"fromBlock":"0x1","address":` + addr + `}]`, portico.ByBlock, "tag:latest", `[{"address":` + addr + `,"fromBlock":"0x1","toBlock":"0x10"}]`},
+		{"eth_getLogs", `[{}]`, portico.ByBlock, "tag:latest", `[{"fromBlock":"0x10","toBlock":"0x10"}]`},
+		{"eth_getLogs", `[{"fromBlock":"latest","toBlock":"pending"}]`, portico.NotCacheable, "tag:pending", ""},
+		{"eth_getLogs", `[{"fromBlock":"safe","toBlock":"latest"}]`, portico.NotCacheable, "tag:latest", ""},
+		{"eth_chainId", ``, portico.Immutable, "none", ""},
+		{"eth_gasPrice", `[]`, portico.PerHead, "none", ""},
+		{"eth_blockNumber", `[]`, portico.NotCacheable, "none", ""},
 	}
 	for _, c := range cases {
-		p, err := c.rule(jsontext.Value(c.params))
-		if err != nil || p.Cache != c.want {
-			t.Errorf("%s: %v, %v", c.name, p.Cache, err)
+		rule := rules[c.method]
+		if rule == nil {
+			t.Fatalf("no rule for %s", c.method)
+		}
+		var raw jsontext.Value
+		if c.params != "" {
+			raw = jsontext.Value(c.params)
+		}
+		p, err := rule(raw)
+		if err != nil {
+			t.Errorf("%s %s: %v", c.method, c.params, err)
+			continue
+		}
+		block := "none"
+		switch p.Block.Kind {
+		case portico.BlockHash:
+			block = "hash"
+		case portico.BlockNumber:
+			block = "number:" + strconv.FormatUint(p.Block.Number, 10)
+		case portico.BlockTag:
+			block = "tag:" + p.Block.Tag
+		}
+		if p.Cache != c.cache || block != c.block {
+			t.Errorf("%s %s: cache %v, block %s; want %v, %s", c.method, c.params, p.Cache, block, c.cache, c.block)
+		}
+		var pinned string
+		if p.Pin != nil {
+			pinned = string(p.Pin(16))
+		}
+		if pinned != c.pinned {
+			t.Errorf("%s %s: pinned to %s, want %s", c.method, c.params, pinned, c.pinned)
 		}
 	}
 }
@@ -183,4 +240,42 @@ func FuzzGetProofParams(f *testing.F) {
 
 func FuzzGetTransactionByBlockHashAndIndexParams(f *testing.F) {
 	fuzzParams(f, evm.GetTransactionByBlockHashAndIndexParams, `[`+hash+`,"0x0"]`, `[`+hash+`,"0x00"]`)
+}
+
+// FuzzRules feeds any params to every rule of the table: no panic, errors
+// are params errors, and pinned params are valid JSON that the rule
+// accepts again as a call about that block.
+func FuzzRules(f *testing.F) {
+	tb := evm.Table()
+	rules := append(tb.Methods, tb.Known...)
+	for _, s := range []string{`["latest",false]`, `[{"fromBlock":"0x1"}]`, `[` + addr + `,"safe"]`, `[{"to":"0x1"},{"blockNumber":"latest"}]`} {
+		for i := range rules {
+			f.Add(i, s)
+		}
+	}
+	f.Fuzz(func(t *testing.T, i int, s string) {
+		if i < 0 || !jsontext.Value(s).IsValid() {
+			return
+		}
+		m := rules[i%len(rules)]
+		p, err := m.Params(jsontext.Value(s))
+		if err != nil {
+			var pe *portico.ParamsError
+			if !errors.As(err, &pe) {
+				t.Fatalf("%s: error of the wrong kind: %v", m.Name, err)
+			}
+			return
+		}
+		if p.Pin == nil {
+			return
+		}
+		pinned := p.Pin(0x1234)
+		if !pinned.IsValid() {
+			t.Fatalf("%s: pinned %s to invalid JSON %q", m.Name, s, pinned)
+		}
+		q, err := m.Params(pinned)
+		if err != nil || q.Block.Kind != portico.BlockNumber || q.Block.Number != 0x1234 {
+			t.Fatalf("%s: pinned %s to %s, read back as %+v, %v", m.Name, s, pinned, q.Block, err)
+		}
+	})
 }

@@ -22,6 +22,7 @@ func Chain() portico.Chain {
 		Identity:     identity,
 		Heads:        heads,
 		BlockHash:    blockHash,
+		Tags:         map[string]portico.Head{"latest": portico.HeadLatest, "safe": portico.HeadSafe, "finalized": portico.HeadFinalized},
 		PollInterval: time.Second,
 		MaxLag:       10,
 	}
