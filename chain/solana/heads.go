@@ -19,6 +19,7 @@ func Chain() portico.Chain {
 	return portico.Chain{
 		Identity:     identity,
 		Heads:        heads,
+		Tags:         map[string]portico.Head{"processed": portico.HeadLatest, "confirmed": portico.HeadSafe, "finalized": portico.HeadFinalized},
 		PollInterval: time.Second,
 		MaxLag:       50,
 	}

@@ -2,6 +2,7 @@ package solana
 
 import (
 	"encoding/base64"
+	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/mr-tron/base58"
@@ -17,30 +18,25 @@ import (
 // misspelt field is reported instead of silently ignored.
 func clientMethods() []portico.Method {
 	row := func(name string, params func(jsontext.Value) error) portico.Method {
-		return portico.Method{Name: name, Cost: DefaultCost, Params: func(raw jsontext.Value) (portico.Params, error) {
-			if err := params(raw); err != nil {
-				return portico.Params{}, err
-			}
-			return portico.Params{Send: raw}, nil
-		}}
+		return cached(name, params, portico.NotCacheable)
 	}
 	return []portico.Method{
-		row("getSlot", contextOnly),
+		{Name: "getSlot", Cost: DefaultCost, Params: getSlotParams, FromHeads: slotFromHeads},
 		row("getBlockHeight", contextOnly),
 		row("getLatestBlockhash", contextOnly),
 		row("getEpochInfo", contextOnly),
 		row("getVersion", noParams),
-		row("getGenesisHash", noParams),
+		cached("getGenesisHash", noParams, portico.Immutable),
 		row("getHealth", noParams),
 		row("getFirstAvailableBlock", noParams),
-		row("getBalance", GetBalanceParams),
-		row("getAccountInfo", GetAccountInfoParams),
+		cached("getBalance", GetBalanceParams, portico.PerHead),
+		cached("getAccountInfo", GetAccountInfoParams, portico.PerHead),
 		row("getBlocks", GetBlocksParams),
-		row("getTransaction", GetTransactionParams),
+		{Name: "getTransaction", Cost: DefaultCost, Params: GetTransactionParams},
 		row("getSignaturesForAddress", GetSignaturesForAddressParams),
 		row("getSignatureStatuses", GetSignatureStatusesParams),
-		row("requestAirdrop", RequestAirdropParams),
-		row("sendTransaction", SendTransactionParams),
+		write(row("requestAirdrop", RequestAirdropParams)),
+		write(row("sendTransaction", SendTransactionParams)),
 	}
 }
 
@@ -104,6 +100,65 @@ func checkKey(v jsontext.Value, pos int, field, what string, n int) error {
 func noParams(raw jsontext.Value) error {
 	_, err := positional(raw, 0)
 	return err
+}
+
+// cached is a row whose params check is check and whose answers are cached
+// as c.
+func cached(name string, check func(jsontext.Value) error, c portico.Cacheability) portico.Method {
+	return portico.Method{Name: name, Cost: DefaultCost, Params: func(raw jsontext.Value) (portico.Params, error) {
+		if err := check(raw); err != nil {
+			return portico.Params{}, err
+		}
+		return portico.Params{Send: raw, Cache: c}, nil
+	}}
+}
+
+// write marks a row as a method that changes state.
+func write(m portico.Method) portico.Method {
+	m.Write = true
+	return m
+}
+
+// getSlotParams checks getSlot's [config?] and says which commitment the
+// slot is asked at (finalized when none is named), so that the gateway
+// can answer from the tracked heads; a call with minContextSlot goes to a
+// node.
+func getSlotParams(raw jsontext.Value) (portico.Params, error) {
+	p, err := positional(raw, 0, "config")
+	if err != nil {
+		return portico.Params{}, err
+	}
+	cfg, err := config(p, 0, "commitment", "minContextSlot")
+	if err != nil {
+		return portico.Params{}, err
+	}
+	if err := checkCommitment(cfg, 1, commitments...); err != nil {
+		return portico.Params{}, err
+	}
+	if _, set, err := checkUint(cfg, 1, "minContextSlot", rpcparams.MaxUint64); err != nil || set {
+		return portico.Params{Send: raw}, err
+	}
+	tag := "finalized"
+	if c, ok := cfg["commitment"]; ok {
+		tag, _ = rpcparams.String(c, 1, "config.commitment")
+	}
+	return portico.Params{Send: raw, Block: portico.Block{Kind: portico.BlockTag, Tag: tag}}, nil
+}
+
+// slotFromHeads answers getSlot from the tracked slot at its commitment.
+func slotFromHeads(p portico.Params, h portico.Heads) (jsontext.Value, bool) {
+	if p.Block.Kind != portico.BlockTag {
+		return nil, false
+	}
+	head, ok := Chain().Tags[p.Block.Tag]
+	if !ok {
+		return nil, false
+	}
+	n, ok := h.Of(head)
+	if !ok {
+		return nil, false
+	}
+	return jsontext.Value(strconv.FormatUint(n, 10)), true
 }
 
 // contextOnly checks [config?] with commitment and minContextSlot.
@@ -220,35 +275,42 @@ func GetBlocksParams(raw jsontext.Value) error {
 }
 
 // GetTransactionParams checks getTransaction's params: [signature,
-// config?], config being an object or a bare encoding.
-func GetTransactionParams(raw jsontext.Value) error {
+// config?], config being an object or a bare encoding. A transaction
+// found at finalized commitment (the default) never changes.
+func GetTransactionParams(raw jsontext.Value) (portico.Params, error) {
 	p, err := positional(raw, 1, "signature", "config")
 	if err != nil {
-		return err
+		return portico.Params{}, err
 	}
 	if err := checkKey(p[0], 1, "signature", "signature", 64); err != nil {
-		return err
+		return portico.Params{}, err
 	}
+	final := portico.Params{Send: raw, Cache: portico.Immutable, Block: portico.Block{Kind: portico.BlockTag, Tag: "finalized"}}
 	if len(p) > 1 && p[1].Kind() == '"' {
 		if _, err := rpcparams.Enum(p[1], 2, "config", bareEncodings...); err != nil {
-			return rpcparams.Errorf(2, "config", "want an object or an encoding (json, jsonParsed, base58, base64), got %s", rpcparams.Describe(p[1]))
+			return portico.Params{}, rpcparams.Errorf(2, "config", "want an object or an encoding (json, jsonParsed, base58, base64), got %s", rpcparams.Describe(p[1]))
 		}
-		return nil
+		return final, nil
 	}
 	cfg, err := config(p, 1, "commitment", "encoding", "maxSupportedTransactionVersion")
 	if err != nil {
-		return err
+		return portico.Params{}, err
 	}
 	if err := checkCommitment(cfg, 2, "finalized", "confirmed"); err != nil {
-		return err
+		return portico.Params{}, err
 	}
 	if v, ok := cfg["encoding"]; ok {
 		if _, err := rpcparams.Enum(v, 2, "config.encoding", encodings...); err != nil {
-			return err
+			return portico.Params{}, err
 		}
 	}
-	_, _, err = checkUint(cfg, 2, "maxSupportedTransactionVersion", 255)
-	return err
+	if _, _, err = checkUint(cfg, 2, "maxSupportedTransactionVersion", 255); err != nil {
+		return portico.Params{}, err
+	}
+	if c, ok := cfg["commitment"]; ok && string(c) != `"finalized"` {
+		return portico.Params{Send: raw, Block: portico.Block{Kind: portico.BlockTag, Tag: "confirmed"}}, nil
+	}
+	return final, nil
 }
 
 // GetSignaturesForAddressParams checks [address, config?]: limit 1 to

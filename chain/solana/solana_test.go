@@ -165,3 +165,66 @@ func TestTableForProcessed(t *testing.T) {
 		t.Fatal("bad commitment accepted")
 	}
 }
+
+// TestRulesAndHeads: getSlot is answered from the tracked slot at its
+// commitment (not with minContextSlot); a finalized transaction never
+// changes; balances are true for one head; writes are marked.
+func TestRulesAndHeads(t *testing.T) {
+	rows := map[string]portico.Method{}
+	for _, m := range solana.Table().Methods {
+		rows[m.Name] = m
+	}
+	h := portico.Heads{Latest: 30, Safe: 20, Finalized: 10}
+	slots := []struct {
+		params string
+		want   string // "" when a node must answer
+	}{
+		{``, "10"},
+		{`[]`, "10"},
+		{`[{"commitment":"processed"}]`, "30"},
+		{`[{"commitment":"confirmed"}]`, "20"},
+		{`[{"commitment":"finalized","minContextSlot":5}]`, ""},
+	}
+	getSlot := rows["getSlot"]
+	for _, c := range slots {
+		var raw jsontext.Value
+		if c.params != "" {
+			raw = jsontext.Value(c.params)
+		}
+		p, err := getSlot.Params(raw)
+		if err != nil {
+			t.Fatalf("getSlot %s: %v", c.params, err)
+		}
+		got, ok := getSlot.FromHeads(p, h)
+		if string(got) != c.want || ok != (c.want != "") {
+			t.Errorf("getSlot %s from heads: %s %v, want %q", c.params, got, ok, c.want)
+		}
+	}
+	const sig = `"5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW"`
+	cache := []struct {
+		method, params string
+		want           portico.Cacheability
+	}{
+		{"getTransaction", `[` + sig + `]`, portico.Immutable},
+		{"getTransaction", `[` + sig + `,"base64"]`, portico.Immutable},
+		{"getTransaction", `[` + sig + `,{"commitment":"confirmed"}]`, portico.NotCacheable},
+		{"getGenesisHash", ``, portico.Immutable},
+		{"getBalance", `["11111111111111111111111111111111"]`, portico.PerHead},
+		{"getSignatureStatuses", `[[` + sig + `]]`, portico.NotCacheable},
+	}
+	for _, c := range cache {
+		var raw jsontext.Value
+		if c.params != "" {
+			raw = jsontext.Value(c.params)
+		}
+		p, err := rows[c.method].Params(raw)
+		if err != nil || p.Cache != c.want {
+			t.Errorf("%s %s: cache %v, %v; want %v", c.method, c.params, p.Cache, err, c.want)
+		}
+	}
+	for _, name := range []string{"sendTransaction", "requestAirdrop"} {
+		if !rows[name].Write {
+			t.Errorf("%s is not marked as a write", name)
+		}
+	}
+}

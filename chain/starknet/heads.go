@@ -22,6 +22,7 @@ func Chain() portico.Chain {
 		Identity:     identity,
 		Heads:        heads,
 		BlockHash:    blockHash,
+		Tags:         map[string]portico.Head{"latest": portico.HeadLatest, "l1_accepted": portico.HeadFinalized},
 		PollInterval: 2 * time.Second,
 		MaxLag:       5,
 	}

@@ -78,10 +78,10 @@ func Table() portico.Table {
 				Params:  GetStateUpdateParams,
 				Cost:    CostGetStateUpdate,
 			},
-			{Name: "starknet_blockNumber", Aliases: []string{"rollup_blockNumber"}, Params: NoParams, Cost: DefaultCost},
-			{Name: "starknet_blockHashAndNumber", Aliases: []string{"rollup_blockHashAndNumber"}, Params: NoParams, Cost: DefaultCost},
-			{Name: "starknet_chainId", Aliases: []string{"rollup_chainId"}, Params: NoParams, Cost: DefaultCost},
-			{Name: "starknet_specVersion", Aliases: []string{"rollup_specVersion"}, Params: NoParams, Cost: DefaultCost},
+			{Name: "starknet_blockNumber", Aliases: []string{"rollup_blockNumber"}, Params: NoParams, Cost: DefaultCost, FromHeads: blockNumber},
+			{Name: "starknet_blockHashAndNumber", Aliases: []string{"rollup_blockHashAndNumber"}, Params: NoParams, Cost: DefaultCost, FromHeads: blockHashAndNumber},
+			{Name: "starknet_chainId", Aliases: []string{"rollup_chainId"}, Params: immutable(NoParams), Cost: DefaultCost},
+			{Name: "starknet_specVersion", Aliases: []string{"rollup_specVersion"}, Params: immutable(NoParams), Cost: DefaultCost},
 			{
 				Name:    "starknet_getBlockWithTxHashes",
 				Aliases: []string{"rollup_getBlockWithTxHashes"},
@@ -98,6 +98,8 @@ func Table() portico.Table {
 		DefaultCost:   DefaultCost,
 		Chain:         Chain(),
 		AliasPrefixes: map[string]string{"rollup_": "starknet_"},
+		Known:         knownRules(),
+		Writes:        []string{"starknet_addInvokeTransaction", "starknet_addDeclareTransaction", "starknet_addDeployAccountTransaction"},
 		NamePattern:   `^(starknet|rollup)_[A-Za-z0-9]+$`,
 		DefaultAllow: []string{
 			"starknet_call", "starknet_estimateFee", "starknet_estimateMessageFee", "starknet_getBlockTransactionCount",
@@ -176,10 +178,12 @@ func GetEventsParams(raw jsontext.Value) (portico.Params, error) {
 			return portico.Params{}, rpcparams.Errorf(at, "filter."+name, "missing; it is required")
 		}
 	}
-	if _, err := blockID(f["from_block"], at, "filter.from_block"); err != nil {
+	from, err := blockID(f["from_block"], at, "filter.from_block")
+	if err != nil {
 		return portico.Params{}, err
 	}
-	if _, err := blockID(f["to_block"], at, "filter.to_block"); err != nil {
+	to, err := blockID(f["to_block"], at, "filter.to_block")
+	if err != nil {
 		return portico.Params{}, err
 	}
 	if v, ok := f["address"]; ok {
@@ -221,7 +225,7 @@ func GetEventsParams(raw jsontext.Value) (portico.Params, error) {
 			return portico.Params{}, rpcparams.Errorf(at, "filter.continuation_token", "must not be empty; leave it out for the first page")
 		}
 	}
-	return portico.Params{Send: raw}, nil
+	return eventsParams(raw, named, f, from, to), nil
 }
 
 // keys checks an array of arrays of felts: OR within a position, AND across
@@ -262,7 +266,7 @@ func GetStateUpdateParams(raw jsontext.Value) (portico.Params, error) {
 	if err != nil {
 		return portico.Params{}, err
 	}
-	byHash, err := blockID(p["block_id"], pos(named, 0), "block_id")
+	b, err := blockID(p["block_id"], pos(named, 0), "block_id")
 	if err != nil {
 		return portico.Params{}, err
 	}
@@ -277,11 +281,7 @@ func GetStateUpdateParams(raw jsontext.Value) (portico.Params, error) {
 			}
 		}
 	}
-	out := portico.Params{Send: raw}
-	if byHash {
-		out.Cache = portico.Immutable
-	}
-	return out, nil
+	return blockIDParams(raw, p, named, []string{"block_id", "contract_addresses"}, "block_id", b), nil
 }
 
 // NoParams checks the params of a method that takes none: absent, [] or
@@ -315,15 +315,11 @@ func GetBlockParams(raw jsontext.Value) (portico.Params, error) {
 	if err != nil {
 		return portico.Params{}, err
 	}
-	byHash, err := blockID(p["block_id"], pos(named, 0), "block_id")
+	b, err := blockID(p["block_id"], pos(named, 0), "block_id")
 	if err != nil {
 		return portico.Params{}, err
 	}
-	out := portico.Params{Send: raw}
-	if byHash {
-		out.Cache = portico.Immutable
-	}
-	return out, nil
+	return blockIDParams(raw, p, named, []string{"block_id"}, "block_id", b), nil
 }
 
 // GetTransactionReceiptParams checks {transaction_hash} or
@@ -336,36 +332,37 @@ func GetTransactionReceiptParams(raw jsontext.Value) (portico.Params, error) {
 	if err := felt(p["transaction_hash"], pos(named, 0), "transaction_hash"); err != nil {
 		return portico.Params{}, err
 	}
-	return portico.Params{Send: raw}, nil
+	return portico.Params{Send: raw, Cache: portico.FinalResult, ResultBlock: resultBlock}, nil
 }
 
 // blockID checks a BLOCK_ID: {block_hash} or {block_number}, exactly one,
-// or a tag. byHash reports the first form.
-func blockID(v jsontext.Value, at int, field string) (byHash bool, _ error) {
+// or a tag, and says which block it names.
+func blockID(v jsontext.Value, at int, field string) (portico.Block, error) {
 	const want = `want {"block_hash": felt}, {"block_number": integer} or one of latest, pending, pre_confirmed, l1_accepted`
 	switch v.Kind() {
 	case '"':
-		if _, err := rpcparams.Enum(v, at, field, blockTags...); err != nil {
-			return false, rpcparams.Errorf(at, field, "%s, got %s", want, rpcparams.Describe(v))
+		tag, err := rpcparams.Enum(v, at, field, blockTags...)
+		if err != nil {
+			return portico.Block{}, rpcparams.Errorf(at, field, "%s, got %s", want, rpcparams.Describe(v))
 		}
-		return false, nil
+		return portico.Block{Kind: portico.BlockTag, Tag: tag}, nil
 	case '{':
 		obj, err := rpcparams.Object(v, at, field, "block_hash", "block_number")
 		if err != nil {
-			return false, err
+			return portico.Block{}, err
 		}
 		h, hasHash := obj["block_hash"]
 		n, hasNum := obj["block_number"]
 		switch {
 		case hasHash == hasNum:
-			return false, rpcparams.Errorf(at, field, "set exactly one of block_hash and block_number")
+			return portico.Block{}, rpcparams.Errorf(at, field, "set exactly one of block_hash and block_number")
 		case hasHash:
-			return true, felt(h, at, field+".block_hash")
+			return portico.Block{Kind: portico.BlockHash}, felt(h, at, field+".block_hash")
 		}
-		_, err = rpcparams.Uint(n, at, field+".block_number", rpcparams.MaxUint64)
-		return false, err
+		num, err := rpcparams.Uint(n, at, field+".block_number", rpcparams.MaxUint64)
+		return portico.Block{Kind: portico.BlockNumber, Number: num}, err
 	}
-	return false, rpcparams.Errorf(at, field, "%s, got %s", want, rpcparams.Describe(v))
+	return portico.Block{}, rpcparams.Errorf(at, field, "%s, got %s", want, rpcparams.Describe(v))
 }
 
 // felt checks a field element: 0x and 1 to 64 hex digits, below the

@@ -136,24 +136,51 @@ func TestTable(t *testing.T) {
 	if tb.Methods[0].Cost != 200 || tb.Methods[1].Cost != 160 || tb.AliasPrefixes["rollup_"] != "starknet_" {
 		t.Fatalf("%+v", tb)
 	}
-	// A state update or block named by hash is immutable; the params rule
-	// says so in its one scan.
-	update, block := tb.Methods[1].Params, starknet.GetBlockParams
+	// Each rule says, in its one scan of the params, how an answer may be
+	// cached and how a tag is pinned to the block the gateway resolves it
+	// to, keeping the params' form (named or positional).
+	rules := map[string]func(jsontext.Value) (portico.Params, error){}
+	for _, m := range append(tb.Methods, tb.Known...) {
+		rules[m.Name] = m.Params
+	}
 	cases := []struct {
-		rule   func(jsontext.Value) (portico.Params, error)
-		params string
-		want   portico.Cacheability
+		method, params string
+		want           portico.Cacheability
+		pinned         string // pinned to block 16
 	}{
-		{update, `{"block_id":{"block_hash":"0x1"}}`, portico.Immutable},
-		{update, `[{"block_hash":"0x1"}]`, portico.Immutable},
-		{update, `{"block_id":{"block_number":1}}`, portico.NotCacheable},
-		{update, `{"block_id":"latest"}`, portico.NotCacheable},
-		{block, `{"block_id":{"block_hash":"0x1"}}`, portico.Immutable},
-		{block, `["l1_accepted"]`, portico.NotCacheable},
+		{"starknet_getStateUpdate", `{"block_id":{"block_hash":"0x1"}}`, portico.Immutable, ""},
+		{"starknet_getStateUpdate", `[{"block_hash":"0x1"}]`, portico.Immutable, ""},
+		{"starknet_getStateUpdate", `{"block_id":{"block_number":1}}`, portico.ByBlock, ""},
+		{"starknet_getStateUpdate", `{"block_id":"latest"}`, portico.ByBlock, `{"block_id":{"block_number":16}}`},
+		{"starknet_getStateUpdate", `["latest",["0x1"]]`, portico.ByBlock, `[{"block_number":16},["0x1"]]`},
+		{"starknet_getStateUpdate", `{"block_id":"pending"}`, portico.NotCacheable, ""},
+		{"starknet_getBlockWithTxHashes", `{"block_id":{"block_hash":"0x1"}}`, portico.Immutable, ""},
+		{"starknet_getBlockWithTxHashes", `["l1_accepted"]`, portico.ByBlock, `[{"block_number":16}]`},
+		{"starknet_getBlockWithTxHashes", `["pre_confirmed"]`, portico.NotCacheable, ""},
+		{"starknet_getNonce", `{"block_id":"latest","contract_address":"0x2"}`, portico.ByBlock, `{"block_id":{"block_number":16},"contract_address":"0x2"}`},
+		{"starknet_getStorageAt", `["0x2","0x3",{"block_number":4}]`, portico.ByBlock, ""},
+		{"starknet_call", `[{"contract_address":"0x1"},"latest"]`, portico.ByBlock, `[{"contract_address":"0x1"},{"block_number":16}]`},
+		{"starknet_getTransactionReceipt", `["0x1"]`, portico.FinalResult, ""},
+		{"starknet_chainId", ``, portico.Immutable, ""},
+		{"starknet_getEvents", filter(``), portico.ByBlock, `{"filter":{"chunk_size":10,"from_block":{"block_number":0},"to_block":{"block_number":16}}}`},
+		{"starknet_getEvents", `{"filter":{"from_block":"latest","to_block":"pending","chunk_size":1}}`, portico.NotCacheable, ""},
 	}
 	for _, c := range cases {
-		if p, err := c.rule(jsontext.Value(c.params)); err != nil || p.Cache != c.want {
-			t.Errorf("Params(%s).Cache = %v, %v", c.params, p.Cache, err)
+		var raw jsontext.Value
+		if c.params != "" {
+			raw = jsontext.Value(c.params)
+		}
+		p, err := rules[c.method](raw)
+		if err != nil || p.Cache != c.want {
+			t.Errorf("%s %s: cache %v, %v; want %v", c.method, c.params, p.Cache, err, c.want)
+			continue
+		}
+		var pinned string
+		if p.Pin != nil {
+			pinned = string(p.Pin(16))
+		}
+		if pinned != c.pinned {
+			t.Errorf("%s %s: pinned to %s, want %s", c.method, c.params, pinned, c.pinned)
 		}
 	}
 }
@@ -246,4 +273,42 @@ func TestTableRows(t *testing.T) {
 
 func FuzzNoParams(f *testing.F) {
 	fuzzParams(f, starknet.NoParams, `[]`, `{}`, `[1]`)
+}
+
+// FuzzRules feeds any params to every rule of the table: no panic, errors
+// carry codes, and pinned params are valid JSON that the rule accepts
+// again as a call about that block.
+func FuzzRules(f *testing.F) {
+	tb := starknet.Table()
+	rules := append(tb.Methods, tb.Known...)
+	for _, s := range []string{`{"block_id":"latest"}`, `["latest","0x1"]`, filter(``), `[{"block_number":1},"0x2"]`} {
+		for i := range rules {
+			f.Add(i, s)
+		}
+	}
+	f.Fuzz(func(t *testing.T, i int, s string) {
+		if i < 0 || !jsontext.Value(s).IsValid() {
+			return
+		}
+		m := rules[i%len(rules)]
+		p, err := m.Params(jsontext.Value(s))
+		if err != nil {
+			var coded interface{ ErrorCode() int }
+			if !errors.As(err, &coded) {
+				t.Fatalf("%s: error without a code: %v", m.Name, err)
+			}
+			return
+		}
+		if p.Pin == nil {
+			return
+		}
+		pinned := p.Pin(77)
+		if !pinned.IsValid() {
+			t.Fatalf("%s: pinned %s to invalid JSON %q", m.Name, s, pinned)
+		}
+		q, err := m.Params(pinned)
+		if err != nil || q.Block.Kind != portico.BlockNumber || q.Block.Number != 77 {
+			t.Fatalf("%s: pinned %s to %s, read back as %+v, %v", m.Name, s, pinned, q.Block, err)
+		}
+	})
 }
