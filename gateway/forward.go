@@ -41,6 +41,7 @@ func (g *Gateway) forward(ctx context.Context, rq request, p prepared, frame []b
 				// Two calls in a row about "latest" are about the same
 				// block or a newer one, whichever node answers.
 				req.Params, req.Block = params.Pin(n), portico.Block{Kind: portico.BlockNumber, Number: n}
+				req.Repin, req.Repinned = params.Pin, new(bool)
 			}
 		}
 	}
@@ -81,7 +82,8 @@ func (g *Gateway) forward(ctx context.Context, rq request, p prepared, frame []b
 		return outcome{err: err}
 	}
 	res := full[len(frame):]
-	if key != "" && len(res) > 0 && res.Kind() != 'n' {
+	repinned := req.Repinned != nil && *req.Repinned
+	if key != "" && len(res) > 0 && res.Kind() != 'n' && !repinned {
 		// A null (a transaction or block not there yet) may still change.
 		g.store(ctx, net.Name, key, policy, params, req.Block, heads, res)
 	}

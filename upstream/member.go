@@ -87,11 +87,14 @@ func (m *member) ok(d time.Duration, timely bool) {
 }
 
 // fail records a transport failure and benches the node for a backoff that
-// doubles with each consecutive failure, from 1s up to 30s.
-func (m *member) fail(now time.Time) {
+// doubles with each consecutive failure, from 1s up to 30s. call says the
+// failure was a client's call, not a probe of head tracking.
+func (m *member) fail(now time.Time, call bool) {
 	m.mu.Lock()
-	m.calls++
-	m.errs++
+	if call {
+		m.calls++
+		m.errs++
+	}
 	m.failures++
 	backoff := time.Second << min(m.failures-1, 5)
 	m.benched = now.Add(min(backoff, 30*time.Second))

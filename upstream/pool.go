@@ -54,7 +54,7 @@ type PoolConfig struct {
 type Hedge struct {
 	// Disabled turns hedging off.
 	Disabled bool
-	// MinDelay and MaxDelay bound the delay; 0 means 20ms and 2s.
+	// MinDelay and MaxDelay bound the delay; 0 means 20ms and 500ms.
 	MinDelay, MaxDelay time.Duration
 }
 
@@ -68,6 +68,15 @@ type Request struct {
 	// Block is the block the call is about, after any tag was pinned: a
 	// node that lags gets it only when it has the block.
 	Block portico.Block
+	// Repin, for a call whose tag was pinned to Block, pins it to another
+	// block: when the call must go to a node that does not have Block (the
+	// node that had it failed), it is sent about that node's newest block
+	// instead of a block the node would answer null for.
+	Repin func(n uint64) jsontext.Value
+	// Repinned, when not nil, is set to whether the answer is about
+	// another block than Block: an answer the cache must not keep as
+	// Block's.
+	Repinned *bool
 }
 
 // Pool sends each call to the best node of a network for that call, hedges
@@ -77,11 +86,12 @@ type Request struct {
 //
 // Which node is best: nodes on the wrong chain never get calls; then come
 // nodes that are neither benched (they failed) nor suspect (a hedge had to
-// overtake them) nor lagging (more than MaxLag behind the best head), in
-// configured order; then lagging nodes that have the call's block, least
-// behind first; then the other lagging nodes, least behind first; then
-// suspect nodes; then benched nodes by how soon their bench ends, so a
-// network with one node never refuses a call because of its past.
+// overtake them) nor lagging (more than MaxLag behind the best head) and
+// have the call's block, in configured order; then suspect nodes that are
+// current; then lagging nodes that have the call's block, least behind
+// first; then the other nodes that lag or lack the block, least behind
+// first; then benched nodes by how soon their bench ends, so a network
+// with one node never refuses a call because of its past.
 type Pool struct {
 	network string
 	members []*member
@@ -132,7 +142,7 @@ func NewPool(cfg PoolConfig) *Pool {
 		p.hedge.MinDelay = 20 * time.Millisecond
 	}
 	if p.hedge.MaxDelay <= 0 {
-		p.hedge.MaxDelay = 2 * time.Second
+		p.hedge.MaxDelay = 500 * time.Millisecond
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -156,11 +166,12 @@ func (p *Pool) Call(ctx context.Context, method string, params jsontext.Value, d
 
 // attempt is the outcome of one node's try at a call.
 type attempt struct {
-	m     *member
-	res   jsontext.Value
-	err   error
-	start time.Time
-	took  time.Duration
+	m        *member
+	res      jsontext.Value
+	err      error
+	start    time.Time
+	took     time.Duration
+	repinned bool
 }
 
 // Do sends a call to the pool's nodes until one answers, and appends the
@@ -187,15 +198,21 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 		}
 		next++
 		pending++
+		params, repinned := req.Params, false
+		if req.Repin != nil && req.Block.Kind == portico.BlockNumber {
+			if h, at, _ := m.chainState(); !at.IsZero() && h.Latest < req.Block.Number && h.Latest > 0 {
+				params, repinned = req.Repin(h.Latest), true
+			}
+		}
 		go func() {
 			actx, acancel := context.WithDeadline(ctx, minTime(deadline, time.Now().Add(p.attempt)))
 			defer acancel()
 			start := time.Now()
-			res, err := m.Node.Call(actx, req.Method, req.Params, buf)
+			res, err := m.Node.Call(actx, req.Method, params, buf)
 			if err != nil && !isAnswer(err) {
 				err = classify(actx, err)
 			}
-			results <- attempt{m: m, res: res, err: err, start: start, took: time.Since(start)}
+			results <- attempt{m: m, res: res, err: err, start: start, took: time.Since(start), repinned: repinned}
 		}()
 	}
 	launch()
@@ -216,6 +233,9 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 			pending--
 			if a.err == nil || isAnswer(a.err) {
 				a.m.ok(a.took, a.m != slow)
+				if req.Repinned != nil {
+					*req.Repinned = a.repinned
+				}
 				return a.res, a.err
 			}
 			if caller.Err() != nil {
@@ -223,7 +243,7 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 				// fault, and nobody is waiting for failover.
 				return nil, caller.Err()
 			}
-			a.m.fail(p.now())
+			a.m.fail(p.now(), true)
 			p.log.Warn("upstream failed", "network", p.network, "upstream", a.m.Name, "method", req.Method, "err", a.err)
 			last, lastName = a.err, a.m.Name
 			if req.Write && !undelivered(a.err) {
@@ -288,14 +308,15 @@ func (p *Pool) order(req Request) []*member {
 		switch {
 		case benched:
 			r.class, r.until = 4, m.benchEnd()
-		case suspect:
-			r.class = 3
-		case !lagging && hasBlock:
+		case !lagging && hasBlock && !suspect:
 			r.class = 0
-		case lagging && hasBlock && req.Block.Kind == portico.BlockNumber:
+		case !lagging && hasBlock:
+			// Slow but current: better than a node that lacks the block.
 			r.class = 1
-		default:
+		case hasBlock && req.Block.Kind == portico.BlockNumber:
 			r.class = 2
+		default:
+			r.class = 3
 		}
 		rs = append(rs, r)
 	}
@@ -305,7 +326,7 @@ func (p *Pool) order(req Request) []*member {
 			return a.class < b.class
 		}
 		switch a.class {
-		case 1, 2:
+		case 2, 3:
 			return a.lag < b.lag
 		case 4:
 			return a.until.Before(b.until)

@@ -82,7 +82,7 @@ func (p *Pool) pollNode(ctx context.Context, m *member, round int) {
 		id, err := p.chain.Identity(ctx, m.Node)
 		if err != nil {
 			if !isAnswer(err) && ctx.Err() == nil {
-				m.fail(p.now())
+				m.fail(p.now(), false)
 			}
 			return
 		}
@@ -93,7 +93,7 @@ func (p *Pool) pollNode(ctx context.Context, m *member, round int) {
 	h, err := p.chain.Heads(ctx, m.Node)
 	if err != nil {
 		if !isAnswer(err) && ctx.Err() == nil {
-			m.fail(p.now())
+			m.fail(p.now(), false)
 		}
 		return
 	}

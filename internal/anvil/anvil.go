@@ -205,6 +205,10 @@ func (n *Node) WSURL() string { return "ws://" + n.addr }
 // 0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80.
 func (n *Node) DevKeys() []*ecdsa.PrivateKey { return slices.Clone(n.keys) }
 
+// Signal sends sig to the anvil process: SIGSTOP freezes it (it keeps
+// its connections and answers nothing), SIGCONT thaws it.
+func (n *Node) Signal(sig os.Signal) error { return n.cmd.Process.Signal(sig) }
+
 // Close kills anvil and waits for it to exit. It is idempotent and always
 // returns nil: a killed anvil has nothing to report.
 func (n *Node) Close() error {
