@@ -38,7 +38,7 @@ type RedisSharedConfig struct {
 	// MaxEntryBytes bounds an entry after compression; larger answers stay
 	// in this instance's cache only. 0 means 1 MiB.
 	MaxEntryBytes int
-	Logger *slog.Logger
+	Logger        *slog.Logger
 }
 
 // NewRedisShared returns a shared cache in rdb.
