@@ -125,6 +125,11 @@ type cacheEnv struct {
 }
 
 func newCacheEnv(t *testing.T, table portico.Table, node *chainNode) *cacheEnv {
+	cache := gateway.NewCache(1<<20, nil)
+	return newCacheEnvWith(t, table, node, cache)
+}
+
+func newCacheEnvWith(t *testing.T, table portico.Table, node *chainNode, cache *gateway.Cache) *cacheEnv {
 	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +140,6 @@ func newCacheEnv(t *testing.T, table portico.Table, node *chainNode) *cacheEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
-	cache := gateway.NewCache(1<<20, nil)
 	t.Cleanup(cache.Close)
 	gw := gateway.New(gateway.Config{
 		Keys:     apikey.NewSet(apikey.Entry{Name: "tester", Hash: apikey.Sum(testKey)}),
