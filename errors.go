@@ -28,6 +28,7 @@ const (
 	CodeMeteringDown      = -32052
 	CodeHeadersTooLarge   = -32053
 	CodeBatchResponse     = -32054
+	CodeTooManySubs       = -32055
 )
 
 // Sentinel errors of the gateway. jsonrpc.ErrorFor maps each to a JSON-RPC
@@ -128,6 +129,8 @@ const (
 	LimitWSPerKey         = "websocket connections per key"
 	LimitHeaders          = "request headers"
 	LimitBatchResponse    = "batch response"
+	LimitSubscriptions    = "subscriptions per connection"
+	LimitKeySubscriptions = "subscriptions per key"
 )
 
 // Error describes which limit was hit.
@@ -145,6 +148,10 @@ func (e *LimitError) Error() string {
 		return fmt.Sprintf("too many connections from this address: limit is %d", e.Max)
 	case LimitWSPerKey:
 		return fmt.Sprintf("too many websocket connections for this API key: limit is %d", e.Max)
+	case LimitSubscriptions:
+		return fmt.Sprintf("too many subscriptions on this connection: limit is %d", e.Max)
+	case LimitKeySubscriptions:
+		return fmt.Sprintf("too many subscriptions for this API key: limit is %d", e.Max)
 	case LimitBatchResponse:
 		return fmt.Sprintf("batch response too large: this call's result does not fit in the batch's limit of %d bytes", e.Max)
 	case LimitHeaders:

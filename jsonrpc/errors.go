@@ -88,6 +88,8 @@ func limitError(l *portico.LimitError) (*Error, int, bool) {
 		return &Error{Code: portico.CodeWSMessageTooLarge, Message: l.Error()}, http.StatusRequestEntityTooLarge, true
 	case portico.LimitConnections, portico.LimitConnectionsPerIP, portico.LimitWSPerKey:
 		return &Error{Code: portico.CodeTooManyConns, Message: l.Error()}, http.StatusServiceUnavailable, true
+	case portico.LimitSubscriptions, portico.LimitKeySubscriptions:
+		return &Error{Code: portico.CodeTooManySubs, Message: l.Error()}, http.StatusOK, true
 	case portico.LimitBatchResponse:
 		return &Error{Code: portico.CodeBatchResponse, Message: l.Error()}, http.StatusRequestEntityTooLarge, true
 	case portico.LimitHeaders:

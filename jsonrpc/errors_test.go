@@ -37,6 +37,7 @@ func TestErrorsDoc(t *testing.T) {
 		{"connections", &portico.LimitError{Limit: portico.LimitConnections, Max: 4096}, portico.CodeTooManyConns, "503", "too many connections: limit is 4096"},
 		{"connections per address", &portico.LimitError{Limit: portico.LimitConnectionsPerIP, Max: 512}, portico.CodeTooManyConns, "503", "too many connections from this address: limit is 512"},
 		{"websockets per key", &portico.LimitError{Limit: portico.LimitWSPerKey, Max: 256}, portico.CodeTooManyConns, "503", "too many websocket connections for this API key: limit is 256"},
+		{"subscriptions", &portico.LimitError{Limit: portico.LimitSubscriptions, Max: 100}, portico.CodeTooManySubs, "200", "too many subscriptions on this connection: limit is 100"},
 		{"batch response", &portico.LimitError{Limit: portico.LimitBatchResponse, Max: 26214400}, portico.CodeBatchResponse, "413", "batch response too large: this call's result does not fit in the batch's limit of 26214400 bytes"},
 		{"upstream down", &portico.UpstreamError{Network: "evm-devnet", Err: portico.ErrUpstreamUnavailable}, portico.CodeUpstreamDown, "502", "upstream unavailable for network evm-devnet"},
 		{"no upstream", &portico.UpstreamError{Network: "solana-devnet", Err: portico.ErrNoUpstream}, portico.CodeUpstreamDown, "502", "no upstream configured for network solana-devnet"},

@@ -38,14 +38,17 @@ type ConnLimits struct {
 	PingInterval time.Duration
 	// WriteTimeout bounds the write of one message.
 	WriteTimeout time.Duration
+	// MaxSubscriptions bounds the subscriptions one connection holds.
+	MaxSubscriptions int
 }
 
 // DefaultConnLimits are 5 MiB messages, 64 messages in flight, 1024
-// queued notifications or 16 MiB, 10 minutes idle, a ping every 30 s and
-// 10 s to write a message.
+// queued notifications or 16 MiB, 10 minutes idle, a ping every 30 s, 10 s
+// to write a message and 100 subscriptions.
 func DefaultConnLimits() ConnLimits {
 	return ConnLimits{MaxMessageBytes: 5 << 20, MaxInFlight: 64, MaxQueue: 1024, MaxQueueBytes: 16 << 20,
-		IdleTimeout: 10 * time.Minute, PingInterval: 30 * time.Second, WriteTimeout: 10 * time.Second}
+		IdleTimeout: 10 * time.Minute, PingInterval: 30 * time.Second, WriteTimeout: 10 * time.Second,
+		MaxSubscriptions: 100}
 }
 
 func (l ConnLimits) withDefaults() ConnLimits {
@@ -70,6 +73,9 @@ func (l ConnLimits) withDefaults() ConnLimits {
 	}
 	if l.WriteTimeout <= 0 {
 		l.WriteTimeout = d.WriteTimeout
+	}
+	if l.MaxSubscriptions <= 0 {
+		l.MaxSubscriptions = d.MaxSubscriptions
 	}
 	return l
 }
@@ -101,6 +107,7 @@ type Conn struct {
 	onClose    []func()
 
 	closing    sync.WaitGroup // the close handshake Close started
+	subs       subs
 	wake       chan struct{}  // cap 1: the queue has something
 	done       chan struct{}  // closed when the connection ends
 	lastActive atomic.Int64   // unix nanoseconds of the last message either way
