@@ -120,6 +120,8 @@ type Table struct {
 	Writes []string
 	// Chain is how the family's nodes are tracked.
 	Chain Chain
+	// Subscriptions are the family's subscribe methods.
+	Subscriptions Subscriptions
 }
 
 // Block says which block a call is about, as its params rule found it, so

@@ -43,6 +43,11 @@ type prepared struct {
 	m *portico.Method
 	// params is what the method's params rule learned, in its one scan.
 	params portico.Params
+	// sub and subParams are set for a subscribe call, unsub for an
+	// unsubscribe call (m then only carries the name and cost).
+	sub       *portico.Subscription
+	subParams portico.SubParams
+	unsub     jsontext.Value
 	// local answers the call in the gateway (portico_getCredits).
 	local bool
 }
@@ -90,7 +95,7 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			continue
 		}
 		preps[i] = p
-		if g.meter != nil && !p.local {
+		if g.meter != nil && !p.local && p.m.Cost > 0 {
 			items = append(items, metering.Item{Method: p.m.Name, Cost: int64(p.m.Cost)})
 		}
 	}
@@ -133,11 +138,16 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		if outs[i].err != nil {
 			return
 		}
-		if preps[i].local {
+		switch {
+		case preps[i].local:
 			outs[i] = g.credits(ctx, rq)
-			return
+		case preps[i].sub != nil:
+			outs[i] = g.subscribe(ctx, rq, preps[i])
+		case preps[i].unsub != nil:
+			outs[i] = g.unsubscribe(ctx, rq, preps[i].unsub)
+		default:
+			outs[i] = g.forward(ctx, rq, preps[i], frame)
 		}
-		outs[i] = g.forward(ctx, rq, preps[i], frame)
 	}
 	if len(calls) == 1 {
 		var frame []byte
@@ -277,6 +287,23 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 	}
 	if c.Method == MethodGetCredits {
 		return prepared{local: true}, nil
+	}
+	if s := rq.net.Methods.subByName[c.Method]; s != nil {
+		if len(rq.id.Methods) > 0 && !rq.net.Methods.anySub(s, rq.id.Methods) {
+			return prepared{}, &portico.ForbiddenError{What: "method", Value: c.Method}
+		}
+		sp, err := s.Params(c.Params)
+		if err != nil {
+			return prepared{}, err
+		}
+		return prepared{m: &portico.Method{Name: s.Method, Cost: s.Cost}, sub: s, subParams: sp}, nil
+	}
+	if s := rq.net.Methods.unsubByName[c.Method]; s != nil {
+		params := c.Params
+		if params == nil {
+			params = jsontext.Value("[]")
+		}
+		return prepared{m: &portico.Method{Name: s.Unsubscribe}, unsub: params}, nil
 	}
 	m := rq.net.Methods.Lookup(c.Method)
 	if m == nil {

@@ -41,9 +41,14 @@ type Upstream interface {
 	// HeadsFresh returns the network's tracked heads, and whether they
 	// are fresh enough to answer from.
 	HeadsFresh() (portico.Heads, bool)
-	// OnHeads and OnReorg register the cache's listeners.
-	OnHeads(func(portico.Heads))
+	// OnHeads and OnReorg register the cache's and the subscriptions'
+	// listeners.
+	OnHeads(func(portico.Heads)) (stop func())
 	OnReorg(func(from uint64))
+	// Subscribe opens a subscription on a node that can hold one.
+	Subscribe(ctx context.Context, req upstream.SubRequest, notify func(method string, result jsontext.Value), ended func(error)) (cancel func(), node string, err error)
+	// CanSubscribe reports whether any node can hold subscriptions.
+	CanSubscribe() bool
 }
 
 var (
@@ -78,6 +83,13 @@ type Network struct {
 
 // Limits bound what clients can send; see config.Limits.
 type Limits struct {
+	// MaxSubscriptionsPerConnection and MaxSubscriptionsPerKey bound the
+	// subscriptions of one WebSocket and of one key over all of them.
+	MaxSubscriptionsPerConnection int
+	MaxSubscriptionsPerKey        int
+	// MaxNotificationQueue bounds the notifications waiting for a client
+	// that does not read; beyond it the client is disconnected.
+	MaxNotificationQueue   int
 	MaxBodyBytes           int64
 	MaxBatch               int
 	MaxBatchResponseBytes  int64
@@ -116,6 +128,7 @@ type Gateway struct {
 	byName  map[string]*Network
 	limits  Limits
 	cache   *Cache
+	hub     *subHub
 	hitOff  int // percent of a hit's cost given back
 	meter   Meter
 	log     *slog.Logger
@@ -146,6 +159,7 @@ func New(cfg Config) *Gateway {
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
+	g.hub = &subHub{g: g, topics: map[topicKey]*topic{}, perKey: map[string]int{}}
 	for _, n := range cfg.Networks {
 		g.byName[n.Name] = n
 		for _, h := range n.Hosts {

@@ -16,6 +16,11 @@ import (
 type Methods struct {
 	byName map[string]*portico.Method
 	chain  portico.Chain // how tags resolve to heads
+	// subs are the family's subscriptions; subByName and unsubByName
+	// find a subscribe or unsubscribe method under any of its names.
+	subs        portico.Subscriptions
+	subByName   map[string]*portico.Subscription
+	unsubByName map[string]*portico.Subscription
 }
 
 // MethodsConfig adjusts a family table for one network.
@@ -53,7 +58,19 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 			}
 		}
 	}
-	m := &Methods{byName: map[string]*portico.Method{}, chain: t.Chain}
+	m := &Methods{byName: map[string]*portico.Method{}, chain: t.Chain, subs: t.Subscriptions,
+		subByName: map[string]*portico.Subscription{}, unsubByName: map[string]*portico.Subscription{}}
+	for i := range t.Subscriptions.Methods {
+		s := &t.Subscriptions.Methods[i]
+		for _, name := range append([]string{s.Method}, s.Aliases...) {
+			for _, n := range withPrefixAliases(t.AliasPrefixes, name) {
+				m.subByName[n] = s
+			}
+		}
+		for _, n := range withPrefixAliases(t.AliasPrefixes, s.Unsubscribe) {
+			m.unsubByName[n] = s
+		}
+	}
 	add := func(row *portico.Method, names ...string) error {
 		for _, name := range names {
 			for _, n := range withPrefixAliases(t.AliasPrefixes, name) {
@@ -115,6 +132,16 @@ func (m *Methods) Lookup(name string) *portico.Method { return m.byName[name] }
 func (m *Methods) AnyOf(row *portico.Method, names []string) bool {
 	for _, n := range names {
 		if m.byName[n] == row {
+			return true
+		}
+	}
+	return false
+}
+
+// anySub reports whether one of names is a name of subscription s.
+func (m *Methods) anySub(s *portico.Subscription, names []string) bool {
+	for _, n := range names {
+		if m.subByName[n] == s {
 			return true
 		}
 	}

@@ -154,9 +154,11 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		return // Accept has answered the client
 	}
 	c := jsonrpc.NewConn(ws, jsonrpc.ConnLimits{
-		MaxMessageBytes: g.limits.MaxWSMessageBytes,
-		MaxInFlight:     maxInFlightPerSocket,
-		IdleTimeout:     g.limits.WSIdleTimeout,
+		MaxMessageBytes:  g.limits.MaxWSMessageBytes,
+		MaxInFlight:      maxInFlightPerSocket,
+		IdleTimeout:      g.limits.WSIdleTimeout,
+		MaxSubscriptions: g.limits.MaxSubscriptionsPerConnection,
+		MaxQueue:         g.limits.MaxNotificationQueue,
 	})
 	if !g.track(c) {
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")

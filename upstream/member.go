@@ -14,6 +14,9 @@ type Member struct {
 	// the redacted URL, never the raw URL.
 	Name string
 	Node Node
+	// Subs opens subscriptions on the node; nil when the node speaks HTTP
+	// only (a WebSocket Node subscribes itself).
+	Subs Subscriber
 }
 
 // member is a Member and everything the pool knows of it. One mutex guards

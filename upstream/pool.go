@@ -105,15 +105,16 @@ type Pool struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	mu        sync.Mutex
-	heads     portico.Heads // the network's: the best of its nodes
-	headsAt   time.Time
-	known     map[uint64]string // recent block hashes of the served chain
-	onHeads   []func(portico.Heads)
-	onReorg   []func(from uint64)
-	cancel    context.CancelFunc
-	done      chan struct{}
-	closeOnce sync.Once
+	mu           sync.Mutex
+	heads        portico.Heads // the network's: the best of its nodes
+	headsAt      time.Time
+	known        map[uint64]string // recent block hashes of the served chain
+	onHeads      []headListener
+	nextListener int
+	onReorg      []func(from uint64)
+	cancel       context.CancelFunc
+	done         chan struct{}
+	closeOnce    sync.Once
 }
 
 // NewPool builds a pool. It starts nothing: Start begins head tracking.

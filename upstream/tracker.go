@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -180,8 +181,8 @@ func (p *Pool) updateHeads(ctx context.Context) {
 		}
 	}
 	if best != prev {
-		for _, f := range onHeads {
-			f(best)
+		for _, l := range onHeads {
+			l.f(best)
 		}
 	}
 }
@@ -271,11 +272,24 @@ func (p *Pool) HeadsFresh() (portico.Heads, bool) {
 func (p *Pool) MaxLag() uint64 { return p.maxLag }
 
 // OnHeads registers f to be called (on the tracking goroutine) whenever
-// the network's heads change.
-func (p *Pool) OnHeads(f func(portico.Heads)) {
+// the network's heads change, until the returned function is called.
+func (p *Pool) OnHeads(f func(portico.Heads)) (stop func()) {
 	p.mu.Lock()
-	p.onHeads = append(p.onHeads, f)
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	p.nextListener++
+	id := p.nextListener
+	p.onHeads = append(p.onHeads, headListener{id, f})
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.onHeads = slices.DeleteFunc(p.onHeads, func(l headListener) bool { return l.id == id })
+	}
+}
+
+// headListener is one OnHeads registration.
+type headListener struct {
+	id int
+	f  func(portico.Heads)
 }
 
 // OnReorg registers f to be called when the served chain changed from

@@ -30,13 +30,19 @@ type WebSocket struct {
 
 var _ Node = (*WebSocket)(nil)
 
-// wsConn is one live connection and the calls waiting on it.
+// wsConn is one live connection, the calls waiting on it and the
+// subscriptions it carries.
 type wsConn struct {
 	c       *websocket.Conn
 	mu      sync.Mutex
 	pending map[uint64]chan wsReply
-	err     error // set once the reader stops
-	done    chan struct{}
+	// subscribing are the subscribe calls waiting for their id: the
+	// reader registers the subscription before it hands the id over, so a
+	// notification right behind the answer finds it.
+	subscribing map[uint64]*wsSub
+	subs        map[string]*wsSub // by the node's subscription id, raw
+	err         error             // set once the reader stops
+	done        chan struct{}
 }
 
 type wsReply struct {
@@ -143,7 +149,8 @@ func (w *WebSocket) dial(ctx context.Context) (*wsConn, error) {
 		resp.Body.Close()
 	}
 	c.SetReadLimit(w.opts.maxResponse())
-	conn := &wsConn{c: c, pending: make(map[uint64]chan wsReply), done: make(chan struct{})}
+	conn := &wsConn{c: c, pending: make(map[uint64]chan wsReply), subscribing: map[uint64]*wsSub{},
+		subs: map[string]*wsSub{}, done: make(chan struct{})}
 	go w.read(conn)
 	return conn, nil
 }
@@ -160,7 +167,8 @@ func (w *WebSocket) read(conn *wsConn) {
 		}
 		r, err := jsonrpc.DecodeResponse(data)
 		if err != nil {
-			continue // not an answer to us: a notification or garbage
+			conn.notification(data) // or garbage, which it ignores
+			continue
 		}
 		id, err := strconv.ParseUint(string(r.ID), 10, 64)
 		if err != nil {
@@ -169,6 +177,13 @@ func (w *WebSocket) read(conn *wsConn) {
 		conn.mu.Lock()
 		ch, ok := conn.pending[id]
 		delete(conn.pending, id)
+		if s := conn.subscribing[id]; s != nil {
+			delete(conn.subscribing, id)
+			if r.Error == nil {
+				s.id = string(r.Result)
+				conn.subs[s.id] = s
+			}
+		}
 		conn.mu.Unlock()
 		if !ok {
 			continue
@@ -187,16 +202,21 @@ func (c *wsConn) forget(id uint64) {
 	c.mu.Unlock()
 }
 
-// fail answers every waiting call with err.
+// fail answers every waiting call with err and ends every subscription.
 func (c *wsConn) fail(err error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.err == nil {
 		c.err = err
 	}
 	for id, ch := range c.pending {
 		ch <- wsReply{err: unavailable(err)}
 		delete(c.pending, id)
+	}
+	subs := c.subs
+	c.subs = map[string]*wsSub{}
+	c.mu.Unlock()
+	for _, s := range subs {
+		s.end(unavailable(err))
 	}
 }
 

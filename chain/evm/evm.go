@@ -56,6 +56,7 @@ func Table() portico.Table {
 		},
 		DefaultCost:   DefaultCost,
 		Chain:         Chain(),
+		Subscriptions: Subscriptions(),
 		Known:         knownRules(),
 		Writes:        []string{"eth_sendRawTransaction", "eth_sendTransaction"},
 		AliasPrefixes: map[string]string{"evm_": "eth_"},

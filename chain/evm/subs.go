@@ -1,0 +1,186 @@
+package evm
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/rpcparams"
+)
+
+// Costs of subscriptions: subscribing, and each notification a client
+// receives, by kind (hosted providers charge per notification too).
+const (
+	CostSubscribe           = 10
+	CostNewHeadNotification = 50
+	CostLogNotification     = 30
+	CostPendingNotification = 20
+)
+
+// maxTopicPositions bounds the topic positions of a logs filter, as geth
+// does.
+const maxTopicPositions = 4
+
+// Subscriptions are eth_subscribe with newHeads, logs (address and topics
+// filters, arrays and nulls as in geth) and newPendingTransactions
+// (hashes, or full transactions with true), and eth_unsubscribe, in
+// geth's envelope: hex ids, notifications named eth_subscription.
+func Subscriptions() portico.Subscriptions {
+	return portico.Subscriptions{
+		Methods: []portico.Subscription{{
+			Method:       "eth_subscribe",
+			Aliases:      []string{"evm_subscribe"},
+			Unsubscribe:  "eth_unsubscribe",
+			Notification: "eth_subscription",
+			Params:       SubscribeParams,
+			Cost:         CostSubscribe,
+			NotificationCost: map[string]int{
+				"newHeads": CostNewHeadNotification, "logs": CostLogNotification, "newPendingTransactions": CostPendingNotification,
+			},
+		}},
+		IDs:                     portico.IDHex,
+		IDMember:                "subscription",
+		DefaultNotificationCost: CostNewHeadNotification,
+		Seq:                     headNumber,
+		Head:                    head,
+		UnknownID:               &subError{"subscription not found"},
+	}
+}
+
+// subError is an error of a subscription call as geth answers it.
+type subError struct{ msg string }
+
+func (e *subError) Error() string  { return e.msg }
+func (e *subError) ErrorCode() int { return -32000 }
+
+// SubscribeParams checks eth_subscribe's params: [kind, options?].
+func SubscribeParams(raw jsontext.Value) (portico.SubParams, error) {
+	p, err := rpcparams.Positional(raw, 1, "kind", "options")
+	if err != nil {
+		return portico.SubParams{}, err
+	}
+	kind, err := rpcparams.Enum(p[0], 1, "kind", "newHeads", "logs", "newPendingTransactions")
+	if err != nil {
+		return portico.SubParams{}, err
+	}
+	out := portico.SubParams{Kind: kind, Send: raw}
+	switch kind {
+	case "newHeads":
+		if len(p) > 1 {
+			return portico.SubParams{}, rpcparams.Errorf(2, "options", "newHeads takes no options")
+		}
+		out.Heads = true
+	case "logs":
+		if len(p) > 1 {
+			if err := logFilter(p[1]); err != nil {
+				return portico.SubParams{}, err
+			}
+		}
+	case "newPendingTransactions":
+		if len(p) > 1 {
+			if _, err := rpcparams.Bool(p[1], 2, "options"); err != nil {
+				return portico.SubParams{}, rpcparams.Errorf(2, "options", "want true for full transactions or false for hashes, got %s", rpcparams.Describe(p[1]))
+			}
+		}
+	}
+	return out, nil
+}
+
+// logFilter checks a logs subscription's filter: address (one or an array)
+// and topics (up to four positions, each null, a hash or an array of
+// hashes), as geth reads them.
+func logFilter(v jsontext.Value) error {
+	f, err := rpcparams.Object(v, 2, "filter", "address", "topics")
+	if err != nil {
+		return err
+	}
+	if a, ok := f["address"]; ok {
+		switch a.Kind() {
+		case '[':
+			items, err := rpcparams.Array(a, 2, "filter.address")
+			if err != nil {
+				return err
+			}
+			for i, it := range items {
+				if err := address(it, 2, rpcparams.Index("filter.address", i)); err != nil {
+					return err
+				}
+			}
+		case 'n':
+		default:
+			if err := address(a, 2, "filter.address"); err != nil {
+				return err
+			}
+		}
+	}
+	if t, ok := f["topics"]; ok && t.Kind() != 'n' {
+		positions, err := rpcparams.Array(t, 2, "filter.topics")
+		if err != nil {
+			return err
+		}
+		if len(positions) > maxTopicPositions {
+			return rpcparams.Errorf(2, "filter.topics", "at most %d topic positions, got %d", maxTopicPositions, len(positions))
+		}
+		for i, pos := range positions {
+			field := rpcparams.Index("filter.topics", i)
+			switch pos.Kind() {
+			case 'n':
+			case '[':
+				alts, err := rpcparams.Array(pos, 2, field)
+				if err != nil {
+					return err
+				}
+				for j, h := range alts {
+					if h.Kind() == 'n' {
+						continue
+					}
+					if err := hash(h, 2, rpcparams.Index(field, j)); err != nil {
+						return err
+					}
+				}
+			default:
+				if err := hash(pos, 2, field); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// headNumber reads a newHeads notification's block number.
+func headNumber(_ string, result jsontext.Value) (uint64, bool) {
+	var h struct {
+		Number string `json:"number"`
+	}
+	if err := json.Unmarshal(result, &h, json.RejectUnknownMembers(false)); err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(strings.TrimPrefix(h.Number, "0x"), 16, 64)
+	return n, err == nil
+}
+
+// blockOnlyMembers are the members eth_getBlockByNumber has that a header,
+// as a newHeads notification writes it, has not.
+var blockOnlyMembers = []string{"transactions", "uncles", "size", "totalDifficulty", "withdrawals"}
+
+// head makes the newHeads notification of block n from the node's
+// eth_getBlockByNumber: the block without its body.
+func head(ctx context.Context, node portico.Caller, _ string, n uint64, _ portico.Heads) (jsontext.Value, error) {
+	res, err := node.Call(ctx, "eth_getBlockByNumber", jsontext.Value(`["0x`+strconv.FormatUint(n, 16)+`",false]`), nil)
+	if err != nil {
+		return nil, err
+	}
+	var block map[string]jsontext.Value
+	if err := json.Unmarshal(res, &block); err != nil || block == nil {
+		return nil, &subError{"block " + strconv.FormatUint(n, 10) + " not found"}
+	}
+	for _, k := range blockOnlyMembers {
+		delete(block, k)
+	}
+	return json.Marshal(block, json.Deterministic(true))
+}
