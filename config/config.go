@@ -113,11 +113,18 @@ type Limits struct {
 	MaxWSConnections    int `yaml:"max_ws_connections"`
 	// MaxWSConnectionsPerKey bounds the WebSocket connections of one API
 	// key; 0 means no such bound.
-	MaxWSConnectionsPerKey int           `yaml:"max_ws_connections_per_key"`
-	ReadTimeout            time.Duration `yaml:"read_timeout"`
-	WriteTimeout           time.Duration `yaml:"write_timeout"`
-	IdleTimeout            time.Duration `yaml:"idle_timeout"`
-	WSIdleTimeout          time.Duration `yaml:"ws_idle_timeout"`
+	MaxWSConnectionsPerKey int `yaml:"max_ws_connections_per_key"`
+	// MaxSubscriptionsPerConnection and MaxSubscriptionsPerKey bound the
+	// subscriptions of one WebSocket and of one key over all of them.
+	MaxSubscriptionsPerConnection int `yaml:"max_subscriptions_per_connection"`
+	MaxSubscriptionsPerKey        int `yaml:"max_subscriptions_per_key"`
+	// MaxNotificationQueue bounds the notifications waiting for a client
+	// that does not read them; beyond it the client is disconnected.
+	MaxNotificationQueue int           `yaml:"max_notification_queue"`
+	ReadTimeout          time.Duration `yaml:"read_timeout"`
+	WriteTimeout         time.Duration `yaml:"write_timeout"`
+	IdleTimeout          time.Duration `yaml:"idle_timeout"`
+	WSIdleTimeout        time.Duration `yaml:"ws_idle_timeout"`
 }
 
 // Cache configures the cache of answers, which follows each family's
@@ -244,18 +251,21 @@ func DefaultConfig() Config {
 	return Config{
 		Listen: DefaultListen,
 		Limits: Limits{
-			MaxBodyBytes:           5 << 20,
-			MaxBatch:               100,
-			MaxBatchResponseBytes:  25 << 20,
-			MaxWSMessageBytes:      5 << 20,
-			MaxConnections:         4096,
-			MaxConnectionsPerIP:    512,
-			MaxWSConnections:       1024,
-			MaxWSConnectionsPerKey: 256,
-			ReadTimeout:            30 * time.Second,
-			WriteTimeout:           60 * time.Second,
-			IdleTimeout:            120 * time.Second,
-			WSIdleTimeout:          10 * time.Minute,
+			MaxBodyBytes:                  5 << 20,
+			MaxBatch:                      100,
+			MaxBatchResponseBytes:         25 << 20,
+			MaxWSMessageBytes:             5 << 20,
+			MaxConnections:                4096,
+			MaxConnectionsPerIP:           512,
+			MaxWSConnections:              1024,
+			MaxWSConnectionsPerKey:        256,
+			MaxSubscriptionsPerConnection: 100,
+			MaxSubscriptionsPerKey:        1000,
+			MaxNotificationQueue:          1024,
+			ReadTimeout:                   30 * time.Second,
+			WriteTimeout:                  60 * time.Second,
+			IdleTimeout:                   120 * time.Second,
+			WSIdleTimeout:                 10 * time.Minute,
 		},
 		Cache:    Cache{MaxBytes: 64 << 20, RedisPrefix: "portico:cache:", RedisTTL: 24 * time.Hour, RedisMaxEntryBytes: 1 << 20},
 		Log:      Log{Level: "info", Format: "text"},
@@ -370,6 +380,9 @@ func (c *Config) Validate() error {
 		{"limits.max_connections", int64(l.MaxConnections)},
 		{"limits.max_ws_connections", int64(l.MaxWSConnections)},
 		{"limits.max_batch_response_bytes", l.MaxBatchResponseBytes},
+		{"limits.max_subscriptions_per_connection", int64(l.MaxSubscriptionsPerConnection)},
+		{"limits.max_subscriptions_per_key", int64(l.MaxSubscriptionsPerKey)},
+		{"limits.max_notification_queue", int64(l.MaxNotificationQueue)},
 		{"limits.read_timeout", int64(l.ReadTimeout)},
 		{"limits.write_timeout", int64(l.WriteTimeout)},
 		{"limits.idle_timeout", int64(l.IdleTimeout)},

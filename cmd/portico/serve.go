@@ -204,8 +204,10 @@ func (m *Main) Run(ctx context.Context) error {
 			MaxBodyBytes: l.MaxBodyBytes, MaxBatch: l.MaxBatch, MaxWSMessageBytes: l.MaxWSMessageBytes,
 			MaxConnections: l.MaxConnections, MaxWSConnections: l.MaxWSConnections,
 			MaxConnectionsPerIP: l.MaxConnectionsPerIP, MaxWSConnectionsPerKey: l.MaxWSConnectionsPerKey,
-			MaxBatchResponseBytes: l.MaxBatchResponseBytes,
-			ReadTimeout:           l.ReadTimeout, WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout,
+			MaxBatchResponseBytes:         l.MaxBatchResponseBytes,
+			MaxSubscriptionsPerConnection: l.MaxSubscriptionsPerConnection, MaxSubscriptionsPerKey: l.MaxSubscriptionsPerKey,
+			MaxNotificationQueue: l.MaxNotificationQueue,
+			ReadTimeout:          l.ReadTimeout, WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout,
 			WSIdleTimeout: l.WSIdleTimeout,
 		},
 	})
