@@ -82,7 +82,12 @@ type flow struct {
 	Identity *identity
 	// NetworkKey is the key network's key for the user, held only until
 	// the login ends.
-	NetworkKey  *secp256k1.PrivateKey
+	NetworkKey *secp256k1.PrivateKey
+	// NodeIndexes are the nodes whose shares rebuilt NetworkKey, and
+	// NodeSigs their signed token commitments (JSON strings), for the
+	// session record.
+	NodeIndexes []int
+	NodeSigs    []string
 	Record      *mfaRecord
 	RecordVer   int64
 	Social      *socialStep

@@ -116,6 +116,7 @@ func (h *Handler) afterIdentity(w http.ResponseWriter, r *http.Request, f *flow)
 		return
 	}
 	f.NetworkKey = key.PrivateKey
+	f.NodeIndexes, f.NodeSigs = key.Used, nodeSignatures(key.Signed)
 	if err := h.loadRecord(r.Context(), c, f); err != nil {
 		h.failFlow(w, r, f, err)
 		return
@@ -157,6 +158,19 @@ func (h *Handler) afterIdentity(w http.ResponseWriter, r *http.Request, f *flow)
 	}
 	f.Step = stepMFASetup
 	http.Redirect(w, r, f.pageURL(), http.StatusSeeOther)
+}
+
+// nodeSignatures writes the nodes' signed token commitments as the JSON
+// strings of the session record's signatures.
+func nodeSignatures(signed []keynet.CommitmentAnswer) []string {
+	out := make([]string, 0, len(signed))
+	for _, s := range signed {
+		b, err := json.Marshal(s)
+		if err == nil {
+			out = append(out, string(b))
+		}
+	}
+	return out
 }
 
 // loadRecord reads the user's metadata.
