@@ -27,6 +27,7 @@ import (
 	"sync"
 
 	"github.com/porticohq/portico/auth/authwire"
+	"github.com/porticohq/portico/authd/clients"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keynet"
 	"github.com/porticohq/portico/authd/login"
@@ -64,6 +65,17 @@ type Config struct {
 	// Networks are the key networks to run embedded, 5 nodes each,
 	// threshold 3; all of keynet.Networks() if empty.
 	Networks []string
+	// Clients are registered (or updated) in the client registry at
+	// start, next to those registered with `portico auth clients add`.
+	Clients []clients.Client
+	// ClientIPHeader, if set, is the header a reverse proxy puts the
+	// client's address in; every per-client limit keys on it. Set it only
+	// behind such a proxy, or clients choose their own limit key.
+	ClientIPHeader string
+	// DevAnyClient accepts every client id with any redirect URL. Anyone
+	// can then start a login with another app's client id and read that
+	// app's key for the user: development only, and New logs a warning.
+	DevAnyClient bool
 	// Logger receives the server's log, the dev-only passwordless codes
 	// included; nil discards it.
 	Logger *slog.Logger
@@ -120,10 +132,26 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.closers = append(s.closers, db.Close)
-	sessions := sessionserver.New(sessionserver.Config{Store: db, Logger: log})
+	sessions := sessionserver.New(sessionserver.Config{Store: db, Logger: log, ClientIPHeader: cfg.ClientIPHeader})
+
+	registry, err := openClients(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, registry.Close)
+	for _, c := range cfg.Clients {
+		if err := registry.Put(ctx, c); err != nil {
+			return nil, &ConfigError{Field: "Clients", Reason: err.Error()}
+		}
+	}
+	var reg clients.Registry = registry
+	if cfg.DevAnyClient {
+		reg = clients.AnyClient{}
+		log.Warn("DEV MODE: every client id is accepted with any redirect URL; any page can start a login for another app and read its users' keys. Never use this where real users log in.", "devOnly", true)
+	}
 
 	pages := login.Config{BaseURLs: login.DefaultBaseURLs(public), OIDC: cfg.Login.OIDC, Verifiers: cfg.Login.Verifiers,
-		Logger: log, Sessions: sessions.Client()}
+		Logger: log, Sessions: sessions.Client(), Clients: reg}
 	maps.Copy(pages.BaseURLs, cfg.Login.BaseURLs)
 	if cfg.Login.passwordless() {
 		if pages.Passwordless, err = login.NewPasswordless(public); err != nil {
@@ -174,11 +202,27 @@ func openSessions(ctx context.Context, cfg Config, log *slog.Logger) (*sessionse
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("data dir: %w", err)
 		}
-		return sessionserver.OpenSQLite(ctx, filepath.Join(cfg.DataDir, "auth-sessions.db"))
+		return sessionserver.OpenSQLite(ctx, filepath.Join(cfg.DataDir, DatabaseFile))
 	}
 	log.Warn("no data dir or PostgreSQL: sessions are kept in memory and lost on exit")
 	return sessionserver.OpenSQLite(ctx, "")
 }
+
+// openClients opens the client registry where the session records are:
+// PostgreSQL, else the SQLite database in the data directory, else memory.
+func openClients(ctx context.Context, cfg Config) (*clients.DB, error) {
+	switch {
+	case cfg.Postgres != "":
+		return clients.OpenPostgres(ctx, cfg.Postgres)
+	case cfg.DataDir != "":
+		return clients.OpenSQLite(ctx, filepath.Join(cfg.DataDir, DatabaseFile))
+	}
+	return clients.OpenSQLite(ctx, "")
+}
+
+// DatabaseFile is the SQLite database in the data directory that holds
+// the session records and the client registry.
+const DatabaseFile = "auth-sessions.db"
 
 // startKeyNetwork starts the embedded nodes: SQLite in the data directory,
 // else PostgreSQL, else SQLite in memory.

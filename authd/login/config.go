@@ -10,6 +10,7 @@ import (
 
 	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/auth/sessionapi"
+	"github.com/porticohq/portico/authd/clients"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keynet"
 )
@@ -41,6 +42,11 @@ type Config struct {
 	Networks map[string]*keynet.Client
 	// Sessions is the session server the SDK uses.
 	Sessions *sessionapi.Client
+	// Clients is the client registry: a login for a client id that is not
+	// in it, or to a redirect URL not registered for it, is refused
+	// (required; clients.AnyClient is the development mode that accepts
+	// everything).
+	Clients clients.Registry
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
 	// Now is the clock; time.Now if nil.
@@ -165,6 +171,9 @@ func (c Config) withDefaults() (Config, error) {
 	c.BaseURLs = urls
 	if c.Sessions == nil {
 		return c, &ConfigError{Field: "sessions", Reason: "required"}
+	}
+	if c.Clients == nil {
+		return c, &ConfigError{Field: "clients", Reason: "required (a client registry; clients.AnyClient only for development)"}
 	}
 	if len(c.Networks) == 0 {
 		return c, &ConfigError{Field: "networks", Reason: "at least one key network client is required"}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/auth/eccrypto"
 	"github.com/porticohq/portico/auth/sessionapi"
+	"github.com/porticohq/portico/authd/clients"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keyderiv"
 )
@@ -140,7 +142,7 @@ func (h *Handler) failFlow(w http.ResponseWriter, r *http.Request, f *flow, err 
 	e := asError(err)
 	h.flows.remove(f.ID)
 	redirect := f.Payload.Params.RedirectURL
-	if checkRedirect(redirect) != nil {
+	if redirect == "" || checkRedirect(redirect) != nil {
 		h.failPage(w, r, brandFor(f.Payload.Options, ""), e)
 		return
 	}
@@ -151,17 +153,30 @@ func (h *Handler) failFlow(w http.ResponseWriter, r *http.Request, f *flow, err 
 
 // checkRedirect refuses redirect URLs that are not absolute or whose
 // scheme could run script.
-func checkRedirect(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" || u.Fragment != "" {
-		return errors.New("not an absolute URL without a fragment")
+func checkRedirect(s string) error { return clients.CheckRedirectURL(s) }
+
+// checkClient looks the payload's client id up in the registry: it must
+// be registered, the redirect URL must be one of its own, and an appUrl
+// the pages would show the user as the app's address must be on one of
+// its origins (else it is dropped).
+func (h *Handler) checkClient(ctx context.Context, p *authwire.LoginPayload) error {
+	c, err := h.cfg.Clients.Client(ctx, p.Options.ClientID)
+	if errors.Is(err, clients.ErrNotFound) {
+		return fail(CodeUnknownClient, fmt.Errorf("client id %q is not registered", p.Options.ClientID))
 	}
-	switch strings.ToLower(u.Scheme) {
-	case "javascript", "data", "vbscript", "file", "blob", "about":
-		return errors.New("scheme " + u.Scheme + " is not allowed")
+	if err != nil {
+		return fail(CodeInternal, err)
 	}
-	if (u.Scheme == "http" || u.Scheme == "https") && u.Host == "" {
-		return errors.New("no host")
+	if err := checkRedirect(p.Params.RedirectURL); err != nil {
+		return fail(CodeBadRedirect, err)
+	}
+	if !c.AllowsRedirect(p.Params.RedirectURL) {
+		return fail(CodeBadRedirect, fmt.Errorf("%w: client %q", clients.ErrRedirect, c.ID))
+	}
+	if wl := p.Options.WhiteLabel; wl != nil && wl.AppURL != "" && !c.AllowsOrigin(wl.AppURL) {
+		cp := *wl
+		cp.AppURL = ""
+		p.Options.WhiteLabel = &cp
 	}
 	return nil
 }
@@ -219,8 +234,8 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 		h.failPage(w, r, b, err)
 		return
 	}
-	if err := checkRedirect(p.Params.RedirectURL); err != nil {
-		h.failPage(w, r, brandFor(p.Options, ""), fail(CodeBadRedirect, err))
+	if err := h.checkClient(r.Context(), p); err != nil {
+		h.failPage(w, r, brandFor(p.Options, ""), err)
 		return
 	}
 	f, err := h.flows.add()

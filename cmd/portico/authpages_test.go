@@ -152,6 +152,7 @@ func TestAuthServePagesLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	dataDir := t.TempDir()
+	runOK(t, "auth", "clients", "add", "cG9ydGljbw", "--redirect-url", "http://127.0.0.1/cb", "--data-dir", dataDir)
 	args := []string{"--data-dir", dataDir, "--login-config", cfgFile, "--networks", "sapphire_devnet"}
 	base, logs := authServeLogged(t, args...)
 	newSDK := func(base string) *auth.SDK {
