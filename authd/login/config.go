@@ -13,6 +13,7 @@ import (
 	"github.com/porticohq/portico/authd/clients"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keynet"
+	"github.com/porticohq/portico/authd/tkey"
 )
 
 // Defaults of Config.
@@ -61,6 +62,15 @@ type Config struct {
 	// SecureCookies sets the Secure attribute on the login cookie (use it
 	// behind TLS).
 	SecureCookies bool
+	// Limits bound what a client IP, an email address and a user can do;
+	// zero fields take the defaults.
+	Limits Limits
+	// ClientIPHeader, if set, is the header a reverse proxy puts the
+	// client's address in; the limits key on it. Only behind such a proxy.
+	ClientIPHeader string
+	// PasswordKDF are the Argon2id parameters of new MFA password shares;
+	// tkey.DefaultKDF() if zero.
+	PasswordKDF tkey.KDF
 }
 
 // OIDCProvider is an OpenID Connect identity provider.
@@ -145,6 +155,10 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxFlows == 0 {
 		c.MaxFlows = DefaultMaxFlows
+	}
+	c.Limits = c.Limits.withDefaults()
+	if c.PasswordKDF == (tkey.KDF{}) {
+		c.PasswordKDF = tkey.DefaultKDF()
 	}
 	prod := c.BaseURLs[authwire.Production]
 	if prod == "" {
