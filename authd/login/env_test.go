@@ -233,6 +233,7 @@ func newEnv(t testing.TB, mod ...func(*Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pl.DevLogCodes = true
 	cfg := Config{
 		BaseURLs:     DefaultBaseURLs(srv.URL),
 		OIDC:         []OIDCProvider{{Name: "google", Verifier: "test-google", DiscoveryURL: e.Issuer.srv.URL, ClientID: e.Issuer.clientID, ClientSecret: e.Issuer.secret}},
@@ -240,7 +241,10 @@ func newEnv(t testing.TB, mod ...func(*Config)) *env {
 		Passwordless: pl,
 		Sessions:     e.Sessions,
 		Clients:      testClients(t),
-		Logger:       slog.New(slog.NewTextHandler(e.Log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		// Tests log the same users in many times; the limits' own tests
+		// use the defaults.
+		Limits: Limits{CodesPerEmail: 100, CodesPerClient: 1000},
+		Logger: slog.New(slog.NewTextHandler(e.Log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	for _, m := range mod {
 		m(&cfg)

@@ -305,8 +305,9 @@ func (h *Handler) begin(w http.ResponseWriter, r *http.Request, f *flow) {
 		f.Step = stepEmail
 		if xo := params.ExtraLoginOptions; xo != nil {
 			if email, ok := normalizeEmail(xo.LoginHint); ok {
-				h.sendCode(f, &f.Code, email)
-				f.Step = stepCode
+				if f.Notice = h.sendCode(r.Context(), f, &f.Code, email); f.Notice == "" {
+					f.Step = stepCode
+				}
 			}
 		}
 		http.Redirect(w, r, f.pageURL(), http.StatusSeeOther)
@@ -370,6 +371,11 @@ func (h *Handler) step(w http.ResponseWriter, r *http.Request, id, action string
 	}
 }
 
+// devCodes reports whether codes go to the log instead of by mail.
+func (h *Handler) devCodes() bool {
+	return h.cfg.Passwordless != nil && h.cfg.Passwordless.Mailer == nil && h.cfg.Passwordless.DevLogCodes
+}
+
 // brand is the flow's white label in its current language.
 func (h *Handler) brand(f *flow) brand {
 	b := brandFor(f.Payload.Options, f.Payload.Params.RedirectURL)
@@ -379,7 +385,7 @@ func (h *Handler) brand(f *flow) brand {
 
 // show renders the flow's current step.
 func (h *Handler) show(w http.ResponseWriter, r *http.Request, f *flow) {
-	v := &view{brand: h.brand(f), CSRF: f.CSRF, Action: f.basePath() + "/login/" + f.ID, Notice: f.Notice}
+	v := &view{brand: h.brand(f), CSRF: f.CSRF, Action: f.basePath() + "/login/" + f.ID, Notice: f.Notice, DevCodes: h.devCodes()}
 	switch f.Step {
 	case stepEmail:
 		v.Page, v.TitleKey = "email", "continue_email"

@@ -22,11 +22,11 @@ type Limits struct {
 	// CodesPerClient bounds the one-time codes a client IP has sent per
 	// hour, to any address.
 	CodesPerClient int
-	// CodeFailures is how many wrong codes an address may get, across
-	// logins and codes, before each further one locks it (backoff).
+	// CodeFailures wrong codes for an address, across codes and logins,
+	// lock it for BackoffBase; each further one doubles the lock.
 	CodeFailures int
-	// PasswordFailures is how many wrong MFA passwords a user may get
-	// before each further one locks the user's password factor (backoff).
+	// PasswordFailures wrong MFA passwords for a user lock the user's
+	// password factor for BackoffBase; each further one doubles the lock.
 	PasswordFailures int
 	// BackoffBase is the first lock after the free failures; each further
 	// failure doubles it, up to BackoffMax. Failures are forgotten
@@ -101,8 +101,8 @@ type limiters struct {
 }
 
 func newLimiters(l Limits, now func() time.Time) *limiters {
-	backoff := func(free int) *limit.Backoff {
-		return &limit.Backoff{Free: free, Base: l.BackoffBase, Max: l.BackoffMax, Forget: l.BackoffMax, MaxKeys: l.MaxTracked, Now: now}
+	backoff := func(failures int) *limit.Backoff {
+		return &limit.Backoff{Free: failures - 1, Base: l.BackoffBase, Max: l.BackoffMax, Forget: l.BackoffMax, MaxKeys: l.MaxTracked, Now: now}
 	}
 	return &limiters{
 		starts:      &limit.Window{Limit: l.StartsPerClient, Per: l.Window, MaxKeys: l.MaxTracked, Now: now},
