@@ -31,6 +31,7 @@ import (
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keynet"
 	"github.com/porticohq/portico/authd/login"
+	"github.com/porticohq/portico/authd/mailer"
 	"github.com/porticohq/portico/authd/sessionserver"
 )
 
@@ -72,6 +73,11 @@ type Config struct {
 	// client's address in; every per-client limit keys on it. Set it only
 	// behind such a proxy, or clients choose their own limit key.
 	ClientIPHeader string
+	// DevLogCodes writes the passwordless codes to the log (at WARN,
+	// marked DEV ONLY) instead of mailing them: whoever reads the log can
+	// sign in as anyone. Development only; without it codes need
+	// Login.SMTP.
+	DevLogCodes bool
 	// DevAnyClient accepts every client id with any redirect URL. Anyone
 	// can then start a login with another app's client id and read that
 	// app's key for the user: development only, and New logs a warning.
@@ -153,10 +159,26 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	pages := login.Config{BaseURLs: login.DefaultBaseURLs(public), OIDC: cfg.Login.OIDC, Verifiers: cfg.Login.Verifiers,
 		Logger: log, Sessions: sessions.Client(), Clients: reg}
 	maps.Copy(pages.BaseURLs, cfg.Login.BaseURLs)
-	if cfg.Login.passwordless() {
+	on, err := cfg.Login.passwordless(cfg.DevLogCodes)
+	if err != nil {
+		return nil, err
+	}
+	if on {
 		if pages.Passwordless, err = login.NewPasswordless(public); err != nil {
 			return nil, err
 		}
+		if cfg.Login.SMTP != nil {
+			m, err := mailer.New(*cfg.Login.SMTP)
+			if err != nil {
+				return nil, &ConfigError{Field: "Login.smtp", Reason: err.Error()}
+			}
+			pages.Passwordless.Mailer = m
+		} else {
+			pages.Passwordless.DevLogCodes = true
+			log.Warn("DEV MODE: passwordless codes are written to this log instead of mailed; whoever reads it can sign in as anyone. Configure smtp in the login config for real users.", "devOnly", true)
+		}
+	} else if cfg.Login.Passwordless == nil {
+		log.Info("email passwordless is off: no smtp in the login config")
 	}
 	kn, err := startKeyNetwork(ctx, cfg, s.networks, pages.VerifierConfigs(), log)
 	if err != nil {

@@ -91,6 +91,7 @@ func TestServer(t *testing.T) {
 			log := &logBuffer{}
 			cfg := b.cfg(t)
 			cfg.Networks = []string{"sapphire_devnet", "aqua"}
+			cfg.DevLogCodes = true
 			cfg.Logger = slog.New(slog.NewTextHandler(log, nil))
 			s, url := serve(t, cfg)
 			if got := s.BaseURLs(); got[authwire.Production] != url || got[authwire.Staging] != url+"/staging" {

@@ -37,6 +37,7 @@ type AuthServeCmd struct {
 	PublicURL   string   `help:"Public base URL of the login pages (the SDK's sdkUrl for buildEnv production); default http://<listen address>." env:"PORTICO_AUTH_PUBLIC_URL"`
 	LoginConfig string   `help:"JSON file with the login providers (oidc, verifiers, passwordless, baseUrls); see docs/auth.md." type:"existingfile" env:"PORTICO_AUTH_CONFIG"`
 	Networks    []string `help:"Key networks to run embedded (5 nodes each, threshold 3); default all." env:"PORTICO_AUTH_NETWORKS"`
+	DevLogCodes bool     `help:"DEVELOPMENT ONLY: write email passwordless codes to the log instead of mailing them (without smtp in --login-config)." env:"PORTICO_AUTH_DEV_LOG_CODES"`
 	// DevAnyClient is the development mode without a client registry.
 	DevAnyClient   bool   `help:"DEVELOPMENT ONLY: accept every client id with any redirect URL (any page can then phish another app's keys)." env:"PORTICO_AUTH_DEV_ANY_CLIENT"`
 	ClientIPHeader string `help:"Header a reverse proxy puts the client's address in (e.g. X-Forwarded-For); the per-client limits key on it. Only behind such a proxy." env:"PORTICO_AUTH_CLIENT_IP_HEADER"`
@@ -49,7 +50,7 @@ func (c *AuthServeCmd) Run(ctx context.Context, s *Streams) error {
 		return err
 	}
 	a, err := listenAuth(ctx, c.Listen, authd.Config{DataDir: c.DataDir, Postgres: c.Postgres, PublicURL: c.PublicURL,
-		Login: login, Networks: c.Networks, DevAnyClient: c.DevAnyClient, ClientIPHeader: c.ClientIPHeader}, slog.New(slog.NewTextHandler(s.Err, nil)))
+		Login: login, Networks: c.Networks, DevAnyClient: c.DevAnyClient, DevLogCodes: c.DevLogCodes, ClientIPHeader: c.ClientIPHeader}, slog.New(slog.NewTextHandler(s.Err, nil)))
 	if err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func startServeAuth(ctx context.Context, listen, gatewayListen, dataDir string, 
 	if dataDir != "" {
 		dataDir = filepath.Join(dataDir, "auth")
 	}
-	a, err := listenAuth(ctx, listen, authd.Config{DataDir: dataDir, Clients: []clients.Client{DevClient()}}, log.With("component", "auth"))
+	a, err := listenAuth(ctx, listen, authd.Config{DataDir: dataDir, Clients: []clients.Client{DevClient()}, DevLogCodes: true}, log.With("component", "auth"))
 	if err != nil {
 		return nil, fmt.Errorf("auth server: %w", err)
 	}

@@ -153,7 +153,7 @@ func TestAuthServePagesLogin(t *testing.T) {
 	}
 	dataDir := t.TempDir()
 	runOK(t, "auth", "clients", "add", "cG9ydGljbw", "--redirect-url", "http://127.0.0.1/cb", "--data-dir", dataDir)
-	args := []string{"--data-dir", dataDir, "--login-config", cfgFile, "--networks", "sapphire_devnet"}
+	args := []string{"--data-dir", dataDir, "--login-config", cfgFile, "--networks", "sapphire_devnet", "--dev-log-codes"}
 	base, logs := authServeLogged(t, args...)
 	newSDK := func(base string) *auth.SDK {
 		sdk, err := auth.New(context.Background(), auth.InitParams{ClientID: "cG9ydGljbw", Network: auth.SapphireDevnet, SDKURL: base},
