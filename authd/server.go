@@ -60,6 +60,11 @@ type Config struct {
 	// no DataDir. Without either, everything is kept in memory (a warning
 	// says so: users then get new keys after a restart).
 	Postgres string
+	// NodeKeyDir holds the embedded key nodes' key files, one per node,
+	// with which each seals its shares at rest. It must not be inside
+	// DataDir; the default is DataDir + ".node-keys" beside it, and it is
+	// required with Postgres and no DataDir.
+	NodeKeyDir string
 	// Login are the sign-in providers and base URLs (the login config
 	// file); the zero value has the passwordless provider on.
 	Login LoginFile
@@ -249,18 +254,26 @@ const DatabaseFile = "auth-sessions.db"
 // startKeyNetwork starts the embedded nodes: SQLite in the data directory,
 // else PostgreSQL, else SQLite in memory.
 func startKeyNetwork(ctx context.Context, cfg Config, networks []string, verifiers []idtoken.Config, log *slog.Logger) (*keynet.Embedded, error) {
-	opts := keynet.EmbeddedOptions{Networks: networks, Verifiers: verifiers, Logger: log.With("component", "keynet")}
+	opts := keynet.EmbeddedOptions{Networks: networks, Verifiers: verifiers, Logger: log.With("component", "keynet"), KeyDir: cfg.NodeKeyDir}
 	switch {
 	case cfg.DataDir != "":
 		opts.Dir = filepath.Join(cfg.DataDir, "keynet")
 		if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 			return nil, fmt.Errorf("data dir: %w", err)
 		}
+		if opts.KeyDir == "" {
+			opts.KeyDir = filepath.Clean(cfg.DataDir) + ".node-keys"
+		}
 	case cfg.Postgres != "":
 		opts.PostgresDSN = cfg.Postgres
+		if opts.KeyDir == "" {
+			return nil, &ConfigError{Field: "NodeKeyDir", Reason: "required with Postgres and no DataDir: the embedded key nodes' key files seal their shares"}
+		}
 	default:
 		log.Warn("no data dir or PostgreSQL: the key network's shares are kept in memory; users get new keys after a restart")
 	}
+	log.Warn("DEVELOPMENT SETUP: the embedded key network runs every node of each network in this process, so this host is one trust domain: whoever controls it can rebuild any user's network key. Run the nodes on separate hosts for real users (docs/auth-keys.md).",
+		"devOnly", true, "nodeKeyDir", opts.KeyDir)
 	kn, err := keynet.StartEmbedded(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("key network: %w", err)

@@ -37,6 +37,7 @@ type AuthServeCmd struct {
 	PublicURL   string   `help:"Public base URL of the login pages (the SDK's sdkUrl for buildEnv production); default http://<listen address>." env:"PORTICO_AUTH_PUBLIC_URL"`
 	LoginConfig string   `help:"JSON file with the login providers (oidc, verifiers, passwordless, baseUrls); see docs/auth.md." type:"existingfile" env:"PORTICO_AUTH_CONFIG"`
 	Networks    []string `help:"Key networks to run embedded (5 nodes each, threshold 3); default all." env:"PORTICO_AUTH_NETWORKS"`
+	NodeKeyDir  string   `help:"Directory of the embedded key nodes' key files (each seals its node's shares at rest); default <data-dir>.node-keys beside the data dir, required with --postgres and no --data-dir." type:"path" env:"PORTICO_AUTH_NODE_KEY_DIR"`
 	DevLogCodes bool     `help:"DEVELOPMENT ONLY: write email passwordless codes to the log instead of mailing them (without smtp in --login-config)." env:"PORTICO_AUTH_DEV_LOG_CODES"`
 	// DevAnyClient is the development mode without a client registry.
 	DevAnyClient   bool   `help:"DEVELOPMENT ONLY: accept every client id with any redirect URL (any page can then phish another app's keys)." env:"PORTICO_AUTH_DEV_ANY_CLIENT"`
@@ -50,7 +51,7 @@ func (c *AuthServeCmd) Run(ctx context.Context, s *Streams) error {
 		return err
 	}
 	a, err := listenAuth(ctx, c.Listen, authd.Config{DataDir: c.DataDir, Postgres: c.Postgres, PublicURL: c.PublicURL,
-		Login: login, Networks: c.Networks, DevAnyClient: c.DevAnyClient, DevLogCodes: c.DevLogCodes, ClientIPHeader: c.ClientIPHeader}, slog.New(slog.NewTextHandler(s.Err, nil)))
+		Login: login, Networks: c.Networks, DevAnyClient: c.DevAnyClient, DevLogCodes: c.DevLogCodes, ClientIPHeader: c.ClientIPHeader, NodeKeyDir: c.NodeKeyDir}, slog.New(slog.NewTextHandler(s.Err, nil)))
 	if err != nil {
 		return err
 	}
@@ -62,6 +63,7 @@ func (c *AuthServeCmd) Run(ctx context.Context, s *Streams) error {
 	fmt.Fprintf(s.Out, "portico auth: login pages at %s/start (sdkUrl %s; staging %s, testing %s)\n", base[authwire.Production],
 		base[authwire.Production], base[authwire.Staging], base[authwire.Testing])
 	fmt.Fprintf(s.Out, "portico auth: key networks %s (embedded, 5 nodes, threshold 3)\n", strings.Join(a.Server.Networks(), ", "))
+	fmt.Fprintln(s.Out, "portico auth: the embedded key network is a DEVELOPMENT SETUP: all nodes on one host, one trust domain (docs/auth-keys.md shows nodes on separate hosts)")
 	select {
 	case err := <-a.served:
 		a.Close()
