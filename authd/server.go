@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/authd/clients"
@@ -74,6 +75,14 @@ type Config struct {
 	// Clients are registered (or updated) in the client registry at
 	// start, next to those registered with `portico auth clients add`.
 	Clients []clients.Client
+	// Limits bound what a client IP, an email address and a user can do
+	// through the login pages; SessionLimits what a client IP can do with
+	// the session server. Zero fields take the defaults (docs/auth.md).
+	Limits        login.Limits
+	SessionLimits sessionserver.Limits
+	// Now is the session server's clock (record expiry and its limits);
+	// time.Now if nil.
+	Now func() time.Time
 	// ClientIPHeader, if set, is the header a reverse proxy puts the
 	// client's address in; every per-client limit keys on it. Set it only
 	// behind such a proxy, or clients choose their own limit key.
@@ -143,7 +152,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.closers = append(s.closers, db.Close)
-	sessions := sessionserver.New(sessionserver.Config{Store: db, Logger: log, ClientIPHeader: cfg.ClientIPHeader})
+	sessions := sessionserver.New(sessionserver.Config{Store: db, Logger: log, ClientIPHeader: cfg.ClientIPHeader, Limits: cfg.SessionLimits, Now: cfg.Now})
 
 	registry, err := openClients(ctx, cfg)
 	if err != nil {
@@ -162,7 +171,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 
 	pages := login.Config{BaseURLs: login.DefaultBaseURLs(public), OIDC: cfg.Login.OIDC, Verifiers: cfg.Login.Verifiers,
-		Logger: log, Sessions: sessions.Client(), Clients: reg}
+		Logger: log, Sessions: sessions.Client(), Clients: reg, Limits: cfg.Limits, ClientIPHeader: cfg.ClientIPHeader}
 	maps.Copy(pages.BaseURLs, cfg.Login.BaseURLs)
 	on, err := cfg.Login.passwordless(cfg.DevLogCodes)
 	if err != nil {
