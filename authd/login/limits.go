@@ -29,8 +29,8 @@ type Limits struct {
 	// password factor for BackoffBase; each further one doubles the lock.
 	PasswordFailures int
 	// BackoffBase is the first lock after the free failures; each further
-	// failure doubles it, up to BackoffMax. Failures are forgotten
-	// BackoffMax after the last one.
+	// failure doubles it, up to BackoffMax. Failures are forgotten a day
+	// (BackoffForget) after the last one.
 	BackoffBase time.Duration
 	// BackoffMax caps a lock.
 	BackoffMax time.Duration
@@ -54,6 +54,9 @@ const (
 	DefaultBackoffMax       = time.Hour
 	DefaultKDFConcurrency   = 2
 	DefaultMaxTracked       = limit.DefaultMaxKeys
+	// BackoffForget is how long after its last failure a key's failures
+	// are forgotten.
+	BackoffForget = 24 * time.Hour
 )
 
 // DefaultLimits returns the documented defaults.
@@ -102,7 +105,7 @@ type limiters struct {
 
 func newLimiters(l Limits, now func() time.Time) *limiters {
 	backoff := func(failures int) *limit.Backoff {
-		return &limit.Backoff{Free: failures - 1, Base: l.BackoffBase, Max: l.BackoffMax, Forget: l.BackoffMax, MaxKeys: l.MaxTracked, Now: now}
+		return &limit.Backoff{Free: failures - 1, Base: l.BackoffBase, Max: l.BackoffMax, Forget: BackoffForget, MaxKeys: l.MaxTracked, Now: now}
 	}
 	return &limiters{
 		starts:      &limit.Window{Limit: l.StartsPerClient, Per: l.Window, MaxKeys: l.MaxTracked, Now: now},
