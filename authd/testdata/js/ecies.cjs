@@ -1,27 +1,22 @@
 // ECIES with the real JavaScript eccrypto (@toruslabs/eccrypto 4.x), for
 // authd's interop tests. Usage:
-//   node ecies.cjs encrypt <publicKeyHex> <plaintextHex> [leading-zero]
-//     prints {"iv","ephemPublicKey","ciphertext","mac"} (hex); with
-//     leading-zero, an ephemeral key is chosen whose shared x coordinate
-//     has a leading zero byte (eccrypto then hashes it unpadded).
+//   node ecies.cjs encrypt <publicKeyHex> <plaintextHex> [ephemeralPrivateKeyHex]
+//     prints {"iv","ephemPublicKey","ciphertext","mac"} (hex); the test
+//     passes an ephemeral key to make the shared x coordinate start with a
+//     zero byte (eccrypto then hashes it unpadded).
 //   node ecies.cjs decrypt <privateKeyHex> <json>
 //     prints the plaintext as hex.
 const eccrypto = require("@toruslabs/eccrypto");
 
-async function main() {
-  const [op, key, arg, flag] = process.argv.slice(2);
+async function main(args) {
+  const [op, key, arg, flag] = args;
   if (op === "encrypt") {
     const pub = Buffer.from(key, "hex");
     const opts = {};
-    if (flag === "leading-zero") {
-      for (;;) {
-        const e = eccrypto.generatePrivate();
-        const x = await eccrypto.deriveUnpadded(e, pub);
-        if (x.length < 32) {
-          opts.ephemPrivateKey = e;
-          break;
-        }
-      }
+    if (flag) {
+      opts.ephemPrivateKey = Buffer.from(flag, "hex");
+      const x = await eccrypto.deriveUnpadded(opts.ephemPrivateKey, pub);
+      if (x.length === 32) throw new Error("the shared x coordinate has no leading zero byte");
     }
     const enc = await eccrypto.encrypt(pub, Buffer.from(arg, "hex"), opts);
     return JSON.stringify({
@@ -41,10 +36,18 @@ async function main() {
   throw new Error("unknown op " + op);
 }
 
-main().then(
-  (out) => console.log(out),
-  (err) => {
-    console.error(err && err.message ? err.message : String(err));
-    process.exit(1);
-  },
-);
+// Exit at once: idle keep-alive connections would hold the process open.
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (out) => {
+      console.log(out);
+      process.exit(0);
+    },
+    (err) => {
+      console.error(err && err.message ? err.message : String(err));
+      process.exit(1);
+    },
+  );
+}
+
+module.exports = main;

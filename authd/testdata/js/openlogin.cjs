@@ -32,8 +32,8 @@ function fakeWindow(href) {
   return w;
 }
 
-async function main() {
-  const [op, arg] = process.argv.slice(2);
+async function main(args) {
+  const [op, arg] = args;
   const req = JSON.parse(arg);
   global.window = fakeWindow(op === "finish" ? req.callbackUrl : req.redirectUrl);
   const { default: OpenLogin } = require("@toruslabs/openlogin");
@@ -53,10 +53,18 @@ async function main() {
   return { privKey: ol.privKey, coreKitKey: ol.coreKitKey, ed25519PrivKey: ol.ed25519PrivKey, userInfo: ol.state.userInfo, state: ol.state };
 }
 
-main().then(
-  (out) => console.log(JSON.stringify(out)),
-  (err) => {
-    console.error(err && err.stack ? err.stack : String(err));
-    process.exit(1);
-  },
-);
+// Exit at once: idle keep-alive connections would hold the process open.
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (out) => {
+      console.log(JSON.stringify(out));
+      process.exit(0);
+    },
+    (err) => {
+      console.error(err && err.stack ? err.stack : String(err));
+      process.exit(1);
+    },
+  );
+}
+
+module.exports = main;

@@ -6,8 +6,8 @@
 const { OpenloginSessionManager } = require("@toruslabs/openlogin-session-manager");
 const { SessionManager } = require("@toruslabs/session-manager");
 
-async function main() {
-  const req = JSON.parse(process.argv[2]);
+async function main(args) {
+  const req = JSON.parse(args[0]);
   const Lib = req.lib === "v2" ? SessionManager : OpenloginSessionManager;
   const sessionId = req.sessionId || Lib.generateRandomSessionKey();
   const sm = new Lib({ sessionServerBaseUrl: req.url, sessionId, sessionTime: req.sessionTime || 600 });
@@ -27,10 +27,18 @@ async function main() {
   throw new Error("unknown op " + req.op);
 }
 
-main().then(
-  (out) => console.log(JSON.stringify(out)),
-  (err) => {
-    console.error(err && err.message ? err.message : String(err));
-    process.exit(1);
-  },
-);
+// Exit at once: idle keep-alive connections would hold the process open.
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (out) => {
+      console.log(JSON.stringify(out));
+      process.exit(0);
+    },
+    (err) => {
+      console.error(err && err.message ? err.message : String(err));
+      process.exit(1);
+    },
+  );
+}
+
+module.exports = main;
