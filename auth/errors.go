@@ -10,6 +10,9 @@ var (
 	ErrLoginTimeout = errors.New("auth: login timed out")
 	// ErrLoginExpired: the pending login's loginId has expired.
 	ErrLoginExpired = errors.New("auth: pending login expired")
+	// ErrLoginCompleted: the pending login was already completed; a second
+	// callback is refused.
+	ErrLoginCompleted = errors.New("auth: pending login already completed")
 	// ErrSessionNotFound: the session server holds no (unexpired) record
 	// for the session.
 	ErrSessionNotFound = errors.New("auth: session not found or expired")

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/porticohq/portico/auth/eccrypto"
@@ -30,19 +31,28 @@ type PendingLogin struct {
 
 	sdk     *SDK
 	loginID string
+
+	mu   sync.Mutex
+	done bool
 }
 
 // Complete finishes the login from the callback URL the user was
 // redirected to, then deletes the loginId record. After Expires it
-// returns ErrLoginExpired.
+// returns ErrLoginExpired; once it has succeeded, ErrLoginCompleted.
 func (p *PendingLogin) Complete(ctx context.Context, callbackURL string) (*State, error) {
-	if time.Now().After(p.Expires) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return nil, ErrLoginCompleted
+	}
+	if p.sdk.now().After(p.Expires) {
 		return nil, ErrLoginExpired
 	}
 	st, err := p.sdk.CompleteLogin(ctx, callbackURL)
 	if err != nil {
 		return nil, err
 	}
+	p.done = true
 	if key, err := eccrypto.ParsePrivateKeyHex(p.loginID); err == nil {
 		if err := p.sdk.sessions.Invalidate(ctx, key); err != nil {
 			p.sdk.log.Warn("auth: cannot delete the loginId record", "err", err)
@@ -101,7 +111,7 @@ func (s *SDK) startLogin(ctx context.Context, params LoginParams) (*PendingLogin
 	return &PendingLogin{
 		URL:         s.endpoints.SDKURL + "/start#b64Params=" + base64.RawURLEncoding.EncodeToString(b64),
 		RedirectURL: params.RedirectURL,
-		Expires:     time.Now().Add(time.Duration(timeout) * time.Second),
+		Expires:     s.now().Add(time.Duration(timeout) * time.Second),
 		sdk:         s,
 		loginID:     loginID,
 	}, nil

@@ -44,6 +44,7 @@ type SDK struct {
 	loginTimeout time.Duration
 	callbackAddr string
 	log          *slog.Logger
+	now          func() time.Time
 
 	mu    sync.Mutex
 	state *State
@@ -57,6 +58,7 @@ type config struct {
 	loginTimeout  time.Duration
 	callbackAddr  string
 	log           *slog.Logger
+	now           func() time.Time
 }
 
 // Option changes a default of New.
@@ -83,6 +85,9 @@ func WithLoginTimeout(d time.Duration) Option { return func(c *config) { c.login
 // port helps when the pages only accept registered redirect URLs.
 func WithCallbackAddr(addr string) Option { return func(c *config) { c.callbackAddr = addr } }
 
+// WithClock sets the clock pending logins expire by; time.Now by default.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
 // WithLogger logs to l; secrets are never logged.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 
@@ -100,6 +105,9 @@ func New(ctx context.Context, p InitParams, opts ...Option) (*SDK, error) {
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
 	}
 	if c.storage == nil {
 		st, err := DefaultStorage(p.ClientID)
@@ -121,6 +129,7 @@ func New(ctx context.Context, p InitParams, opts ...Option) (*SDK, error) {
 		loginTimeout: c.loginTimeout,
 		callbackAddr: c.callbackAddr,
 		log:          c.log,
+		now:          c.now,
 	}
 	s.sessions = &sessionapi.Client{BaseURL: s.endpoints.SessionServerURL, HTTP: c.httpClient}
 	s.restore(ctx)

@@ -31,7 +31,10 @@ type env struct {
 }
 
 // newEnv starts a real session server (SQLite in memory) on 127.0.0.1 and
-// a test identity step that talks to it.
+// the fake pages of internal/authtest, for what only a fake can do: pick
+// the core kit key, see the payload the pages received, inject errors,
+// the v8 callback form and dapp shares. The SDK's flows against the real
+// auth server are in realserver_test.go.
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	db, err := sessionserver.OpenSQLite(context.Background(), "")
@@ -137,13 +140,8 @@ func TestLoginRestoreLogout(t *testing.T) {
 	if _, err := e.storage.Get("sessionID"); !errors.Is(err, auth.ErrNotStored) {
 		t.Fatalf("session id kept: %v", err)
 	}
-	// The server record is invalidated: within its last second it decrypts
-	// to nothing, then it is gone.
+	// The server record is invalidated at once.
 	key, _ := eccrypto.ParsePrivateKeyHex(st.SessionID)
-	if data, err := e.pages.Sessions.Get(ctx, key); err == nil && len(data) != 0 {
-		t.Fatalf("record still holds the session")
-	}
-	time.Sleep(1100 * time.Millisecond)
 	if _, err := e.pages.Sessions.Get(ctx, key); !errors.Is(err, sessionapi.ErrNotFound) {
 		t.Fatalf("record after logout: %v", err)
 	}

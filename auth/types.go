@@ -62,3 +62,19 @@ const DefaultPrimaryColor = authwire.DefaultPrimaryColor
 // defaults: English, automatic mode, the default primary colour and no
 // logo loader.
 func DefaultWhiteLabel() WhiteLabelData { return authwire.DefaultWhiteLabel() }
+
+// MaxAge is extraLoginOptions.max_age: a string or a number on the wire.
+type MaxAge = authwire.MaxAge
+
+// KeyMode is how a session's key is held (State.KeyMode).
+type KeyMode = authwire.KeyMode
+
+// Key modes of State.KeyMode.
+const (
+	// KeyModeV1 is a legacy network's key.
+	KeyModeV1 = authwire.KeyModeV1
+	// KeyMode1of1 is a key the key network alone gives.
+	KeyMode1of1 = authwire.KeyMode1of1
+	// KeyMode2ofN is a tKey key: the network's share and one more.
+	KeyMode2ofN = authwire.KeyMode2ofN
+)

@@ -9,6 +9,7 @@ import (
 	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/login"
+	"github.com/porticohq/portico/authd/mailer"
 )
 
 // LoginFile is the login config file (portico auth serve --login-config):
@@ -20,17 +21,31 @@ type LoginFile struct {
 	// default is the public URL for production and the public URL plus
 	// "/staging" and "/testing".
 	BaseURLs map[authwire.BuildEnv]string `json:"baseUrls,omitempty"`
-	// Passwordless turns the dev-only email passwordless provider on or
-	// off; nil means on.
+	// Passwordless turns the email passwordless provider on or off. nil
+	// means on when codes can be delivered: by SMTP, or logged in the
+	// dev-only mode (Config.DevLogCodes); true without either is an error.
 	Passwordless *bool `json:"passwordless,omitempty"`
+	// SMTP is the server the passwordless codes are mailed through.
+	SMTP *mailer.SMTPConfig `json:"smtp,omitempty"`
 	// OIDC are the OpenID Connect providers.
 	OIDC []login.OIDCProvider `json:"oidc,omitempty"`
 	// Verifiers are the custom JWT verifiers.
 	Verifiers []idtoken.Config `json:"verifiers,omitempty"`
 }
 
-// passwordless reports whether the passwordless provider is on.
-func (f LoginFile) passwordless() bool { return f.Passwordless == nil || *f.Passwordless }
+// passwordless reports whether the passwordless provider is on, given
+// whether codes are logged (dev only); an error if it is asked for and
+// codes cannot be delivered.
+func (f LoginFile) passwordless(devLogCodes bool) (bool, error) {
+	deliverable := f.SMTP != nil || devLogCodes
+	switch {
+	case f.Passwordless == nil:
+		return deliverable, nil
+	case *f.Passwordless && !deliverable:
+		return false, &ConfigError{Field: "Login.passwordless", Reason: "needs smtp in the login config (or, for development only, codes written to the log)"}
+	}
+	return *f.Passwordless, nil
+}
 
 // LoadLoginFile reads a login config file strictly (an unknown field is an
 // error), with ${NAME} replaced by the environment variable NAME. An empty

@@ -18,13 +18,26 @@ func TestLoadLoginFile(t *testing.T) {
 		check func(LoginFile) bool
 		err   string
 	}{
-		{"no file", "", func(f LoginFile) bool { return f.passwordless() && f.OIDC == nil }, ""},
+		{"no file", "", func(f LoginFile) bool {
+			dev, _ := f.passwordless(true)
+			prod, _ := f.passwordless(false)
+			return dev && !prod && f.OIDC == nil
+		}, ""},
+		{"passwordless asked for without smtp", `{"passwordless": true}`, func(f LoginFile) bool {
+			_, err := f.passwordless(false)
+			return err != nil && strings.Contains(err.Error(), "needs smtp")
+		}, ""},
+		{"smtp", `{"smtp": {"host": "mail.example", "from": "login@auth.example", "password": "${TEST_OIDC_SECRET}"}}`, func(f LoginFile) bool {
+			on, err := f.passwordless(false)
+			return on && err == nil && f.SMTP.Password == "hunter2"
+		}, ""},
 		{"unknown field", `{"passwordles": true}`, nil, "passwordles"},
 		{"not json", `{`, nil, "login config"},
 		{"providers and env", `{"passwordless": false, "baseUrls": {"staging": "https://staging.auth.example"},
 			"oidc": [{"name": "google", "discoveryUrl": "https://accounts.google.com", "clientId": "id", "clientSecret": "${TEST_OIDC_SECRET}"}]}`,
 			func(f LoginFile) bool {
-				return f.OIDC[0].ClientSecret == "hunter2" && !f.passwordless() && f.BaseURLs[authwire.Staging] == "https://staging.auth.example"
+				on, _ := f.passwordless(true)
+				return f.OIDC[0].ClientSecret == "hunter2" && !on && f.BaseURLs[authwire.Staging] == "https://staging.auth.example"
 			}, ""},
 	}
 	for _, c := range cases {
@@ -68,6 +81,7 @@ func TestDocumentedLoginFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("GOOGLE_CLIENT_SECRET", "s3cret")
+	t.Setenv("SMTP_PASSWORD", "s3cret")
 	f, err := LoadLoginFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -25,11 +25,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/porticohq/portico/auth/authwire"
+	"github.com/porticohq/portico/authd/clients"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keynet"
 	"github.com/porticohq/portico/authd/login"
+	"github.com/porticohq/portico/authd/mailer"
 	"github.com/porticohq/portico/authd/sessionserver"
 )
 
@@ -58,12 +61,41 @@ type Config struct {
 	// no DataDir. Without either, everything is kept in memory (a warning
 	// says so: users then get new keys after a restart).
 	Postgres string
+	// NodeKeyDir holds the embedded key nodes' key files, one per node,
+	// with which each seals its shares at rest. It must not be inside
+	// DataDir; the default is DataDir + ".node-keys" beside it, and it is
+	// required with Postgres and no DataDir.
+	NodeKeyDir string
 	// Login are the sign-in providers and base URLs (the login config
 	// file); the zero value has the passwordless provider on.
 	Login LoginFile
 	// Networks are the key networks to run embedded, 5 nodes each,
 	// threshold 3; all of keynet.Networks() if empty.
 	Networks []string
+	// Clients are registered (or updated) in the client registry at
+	// start, next to those registered with `portico auth clients add`.
+	Clients []clients.Client
+	// Limits bound what a client IP, an email address and a user can do
+	// through the login pages; SessionLimits what a client IP can do with
+	// the session server. Zero fields take the defaults (docs/auth.md).
+	Limits        login.Limits
+	SessionLimits sessionserver.Limits
+	// Now is the session server's clock (record expiry and its limits);
+	// time.Now if nil.
+	Now func() time.Time
+	// ClientIPHeader, if set, is the header a reverse proxy puts the
+	// client's address in; every per-client limit keys on it. Set it only
+	// behind such a proxy, or clients choose their own limit key.
+	ClientIPHeader string
+	// DevLogCodes writes the passwordless codes to the log (at WARN,
+	// marked DEV ONLY) instead of mailing them: whoever reads the log can
+	// sign in as anyone. Development only; without it codes need
+	// Login.SMTP.
+	DevLogCodes bool
+	// DevAnyClient accepts every client id with any redirect URL. Anyone
+	// can then start a login with another app's client id and read that
+	// app's key for the user: development only, and New logs a warning.
+	DevAnyClient bool
 	// Logger receives the server's log, the dev-only passwordless codes
 	// included; nil discards it.
 	Logger *slog.Logger
@@ -120,15 +152,47 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.closers = append(s.closers, db.Close)
-	sessions := sessionserver.New(sessionserver.Config{Store: db, Logger: log})
+	sessions := sessionserver.New(sessionserver.Config{Store: db, Logger: log, ClientIPHeader: cfg.ClientIPHeader, Limits: cfg.SessionLimits, Now: cfg.Now})
+
+	registry, err := openClients(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, registry.Close)
+	for _, c := range cfg.Clients {
+		if err := registry.Put(ctx, c); err != nil {
+			return nil, &ConfigError{Field: "Clients", Reason: err.Error()}
+		}
+	}
+	var reg clients.Registry = registry
+	if cfg.DevAnyClient {
+		reg = clients.AnyClient{}
+		log.Warn("DEV MODE: every client id is accepted with any redirect URL; any page can start a login for another app and read its users' keys. Never use this where real users log in.", "devOnly", true)
+	}
 
 	pages := login.Config{BaseURLs: login.DefaultBaseURLs(public), OIDC: cfg.Login.OIDC, Verifiers: cfg.Login.Verifiers,
-		Logger: log, Sessions: sessions.Client()}
+		Logger: log, Sessions: sessions.Client(), Clients: reg, Limits: cfg.Limits, ClientIPHeader: cfg.ClientIPHeader}
 	maps.Copy(pages.BaseURLs, cfg.Login.BaseURLs)
-	if cfg.Login.passwordless() {
+	on, err := cfg.Login.passwordless(cfg.DevLogCodes)
+	if err != nil {
+		return nil, err
+	}
+	if on {
 		if pages.Passwordless, err = login.NewPasswordless(public); err != nil {
 			return nil, err
 		}
+		if cfg.Login.SMTP != nil {
+			m, err := mailer.New(*cfg.Login.SMTP)
+			if err != nil {
+				return nil, &ConfigError{Field: "Login.smtp", Reason: err.Error()}
+			}
+			pages.Passwordless.Mailer = m
+		} else {
+			pages.Passwordless.DevLogCodes = true
+			log.Warn("DEV MODE: passwordless codes are written to this log instead of mailed; whoever reads it can sign in as anyone. Configure smtp in the login config for real users.", "devOnly", true)
+		}
+	} else if cfg.Login.Passwordless == nil {
+		log.Info("email passwordless is off: no smtp in the login config")
 	}
 	kn, err := startKeyNetwork(ctx, cfg, s.networks, pages.VerifierConfigs(), log)
 	if err != nil {
@@ -174,27 +238,51 @@ func openSessions(ctx context.Context, cfg Config, log *slog.Logger) (*sessionse
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("data dir: %w", err)
 		}
-		return sessionserver.OpenSQLite(ctx, filepath.Join(cfg.DataDir, "auth-sessions.db"))
+		return sessionserver.OpenSQLite(ctx, filepath.Join(cfg.DataDir, DatabaseFile))
 	}
 	log.Warn("no data dir or PostgreSQL: sessions are kept in memory and lost on exit")
 	return sessionserver.OpenSQLite(ctx, "")
 }
 
+// openClients opens the client registry where the session records are:
+// PostgreSQL, else the SQLite database in the data directory, else memory.
+func openClients(ctx context.Context, cfg Config) (*clients.DB, error) {
+	switch {
+	case cfg.Postgres != "":
+		return clients.OpenPostgres(ctx, cfg.Postgres)
+	case cfg.DataDir != "":
+		return clients.OpenSQLite(ctx, filepath.Join(cfg.DataDir, DatabaseFile))
+	}
+	return clients.OpenSQLite(ctx, "")
+}
+
+// DatabaseFile is the SQLite database in the data directory that holds
+// the session records and the client registry.
+const DatabaseFile = "auth-sessions.db"
+
 // startKeyNetwork starts the embedded nodes: SQLite in the data directory,
 // else PostgreSQL, else SQLite in memory.
 func startKeyNetwork(ctx context.Context, cfg Config, networks []string, verifiers []idtoken.Config, log *slog.Logger) (*keynet.Embedded, error) {
-	opts := keynet.EmbeddedOptions{Networks: networks, Verifiers: verifiers, Logger: log.With("component", "keynet")}
+	opts := keynet.EmbeddedOptions{Networks: networks, Verifiers: verifiers, Logger: log.With("component", "keynet"), KeyDir: cfg.NodeKeyDir}
 	switch {
 	case cfg.DataDir != "":
 		opts.Dir = filepath.Join(cfg.DataDir, "keynet")
 		if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 			return nil, fmt.Errorf("data dir: %w", err)
 		}
+		if opts.KeyDir == "" {
+			opts.KeyDir = filepath.Clean(cfg.DataDir) + ".node-keys"
+		}
 	case cfg.Postgres != "":
 		opts.PostgresDSN = cfg.Postgres
+		if opts.KeyDir == "" {
+			return nil, &ConfigError{Field: "NodeKeyDir", Reason: "required with Postgres and no DataDir: the embedded key nodes' key files seal their shares"}
+		}
 	default:
 		log.Warn("no data dir or PostgreSQL: the key network's shares are kept in memory; users get new keys after a restart")
 	}
+	log.Warn("DEVELOPMENT SETUP: the embedded key network runs every node of each network in this process, so this host is one trust domain: whoever controls it can rebuild any user's network key. Run the nodes on separate hosts for real users (docs/auth-keys.md).",
+		"devOnly", true, "nodeKeyDir", opts.KeyDir)
 	kn, err := keynet.StartEmbedded(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("key network: %w", err)

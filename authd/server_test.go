@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -84,13 +86,14 @@ func TestServer(t *testing.T) {
 	}{
 		{"memory", func(*testing.T) Config { return Config{} }, true},
 		{"data dir", func(t *testing.T) Config { return Config{DataDir: t.TempDir()} }, false},
-		{"postgres", func(t *testing.T) Config { return Config{Postgres: testsvc.Postgres(t)} }, false},
+		{"postgres", func(t *testing.T) Config { return Config{Postgres: testsvc.Postgres(t), NodeKeyDir: t.TempDir()} }, false},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			log := &logBuffer{}
 			cfg := b.cfg(t)
 			cfg.Networks = []string{"sapphire_devnet", "aqua"}
+			cfg.DevLogCodes = true
 			cfg.Logger = slog.New(slog.NewTextHandler(log, nil))
 			s, url := serve(t, cfg)
 			if got := s.BaseURLs(); got[authwire.Production] != url || got[authwire.Staging] != url+"/staging" {
@@ -122,6 +125,24 @@ func TestServer(t *testing.T) {
 				}
 				if status, body := get(t, u); status != 200 {
 					t.Errorf("%s: %d %s", u, status, body)
+				}
+			}
+			if !strings.Contains(log.String(), "DEVELOPMENT SETUP") {
+				t.Error("the embedded key network is not labelled a development setup")
+			}
+			if cfg.DataDir != "" {
+				// Every state file is private; the node keys are beside the
+				// data directory, not in it.
+				files, _ := filepath.Glob(filepath.Join(cfg.DataDir, "keynet", "*.db"))
+				files = append(files, filepath.Join(cfg.DataDir, DatabaseFile))
+				keys, _ := filepath.Glob(filepath.Join(cfg.DataDir+".node-keys", "*.key"))
+				if len(files) != 11 || len(keys) != 10 {
+					t.Fatalf("%d databases, %d node keys", len(files), len(keys))
+				}
+				for _, f := range append(files, keys...) {
+					if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o600 {
+						t.Errorf("%s: mode %v %v, want 0600", f, fi.Mode(), err)
+					}
 				}
 			}
 			if status, body := get(t, url+HealthPath); status != 200 || body != "ok\n" {

@@ -169,8 +169,9 @@ type ExtraLoginOptions struct {
 	Display string `json:"display,omitempty"`
 	// Prompt is the OIDC prompt parameter.
 	Prompt string `json:"prompt,omitempty"`
-	// MaxAge is the OIDC max_age parameter (a string, as the SDK sends it).
-	MaxAge string `json:"max_age,omitempty"`
+	// MaxAge is the OIDC max_age parameter: a string, as the Swift SDK
+	// sends it, or a number, as the JavaScript SDK's type allows.
+	MaxAge MaxAge `json:"max_age,omitempty"`
 	// UILocales is the OIDC ui_locales parameter.
 	UILocales string `json:"ui_locales,omitempty"`
 	// IDTokenHint is the OIDC id_token_hint parameter.

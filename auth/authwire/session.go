@@ -31,7 +31,46 @@ type State struct {
 	CoreKitKey string `json:"coreKitKey,omitempty"`
 	// CoreKitEd25519PrivKey is the ed25519 key of CoreKitKey.
 	CoreKitEd25519PrivKey string `json:"coreKitEd25519PrivKey,omitempty"`
+
+	// The fields below are the v7 mobile state type's fields from the
+	// JavaScript session data (OpenloginSessionData). The Go types
+	// round-trip them; the login pages fill only what their key network
+	// can honestly give: NodeIndexes, Signatures and KeyMode.
+
+	// FactorKey is a core-kit TSS factor key.
+	FactorKey string `json:"factorKey,omitempty"`
+	// Signatures are the key nodes' signatures for this login, each a JSON
+	// string; the pages put the nodes' signed token commitments here.
+	Signatures []string `json:"signatures,omitempty"`
+	// TSSShareIndex is the index of a TSS share.
+	TSSShareIndex *int `json:"tssShareIndex,omitempty"`
+	// TSSPubKey is the TSS public key.
+	TSSPubKey string `json:"tssPubKey,omitempty"`
+	// TSSShare is a TSS share.
+	TSSShare string `json:"tssShare,omitempty"`
+	// TSSTag is the TSS tag (newer web SDKs).
+	TSSTag string `json:"tssTag,omitempty"`
+	// TSSNonce is the TSS nonce.
+	TSSNonce *int `json:"tssNonce,omitempty"`
+	// NodeIndexes are the key nodes whose shares rebuilt the key.
+	NodeIndexes []int `json:"nodeIndexes,omitempty"`
+	// KeyMode is how the key is held: KeyModeV1, KeyMode1of1 (the key
+	// network's key) or KeyMode2ofN (tKey MFA).
+	KeyMode KeyMode `json:"keyMode,omitempty"`
 }
+
+// KeyMode is the JavaScript session data's key mode.
+type KeyMode string
+
+// Key modes.
+const (
+	// KeyModeV1 is a legacy network's key.
+	KeyModeV1 KeyMode = "v1"
+	// KeyMode1of1 is a key the key network alone gives.
+	KeyMode1of1 KeyMode = "1/1"
+	// KeyMode2ofN is a tKey key: the network's share and one more.
+	KeyMode2ofN KeyMode = "2/n"
+)
 
 // UserInfo describes the logged-in user (Swift Web3AuthUserInfo, v7).
 type UserInfo struct {

@@ -1,6 +1,7 @@
 package eccrypto
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -151,4 +152,32 @@ func GenerateKey() (*secp256k1.PrivateKey, error) {
 		return nil, fmt.Errorf("eccrypto: generate key: %w", err)
 	}
 	return k, nil
+}
+
+// ParseSignature reads a signature in either form the session protocol's
+// clients send: the JSON string {"r","s"} (the Swift session manager) or
+// a DER signature in hex, with or without 0x (the JavaScript session
+// managers, through the JavaScript eccrypto's sign).
+func ParseSignature(s string) (Signature, error) {
+	var sig Signature
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "{") {
+		err := json.Unmarshal([]byte(s), &sig)
+		return sig, err
+	}
+	b, err := hex.DecodeString(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"))
+	if err != nil || len(b) == 0 {
+		return sig, &FieldError{Field: "signature", Err: errors.New(`neither JSON {"r","s"} nor DER in hex`)}
+	}
+	if _, err := ecdsa.ParseDERSignature(b); err != nil {
+		return sig, &FieldError{Field: "signature", Err: err}
+	}
+	// The parser checked the strict DER layout 0x30 len 0x02 rlen r 0x02
+	// slen s, with r and s canonical and below the group order.
+	rLen := int(b[3])
+	r, s2 := b[4:4+rLen], b[6+rLen:]
+	r, s2 = bytes.TrimLeft(r, "\x00"), bytes.TrimLeft(s2, "\x00")
+	copy(sig.R[32-len(r):], r)
+	copy(sig.S[32-len(s2):], s2)
+	return sig, nil
 }

@@ -33,11 +33,25 @@ const (
 	MaxTimeout = 7 * 86400
 )
 
-// Paths of the endpoints, relative to the server's base URL.
+// Paths of the endpoints, relative to the server's base URL. SetPath and
+// GetPath (GET with key and namespace in the query) are what the Swift and
+// the older JavaScript session managers use, UpdatePath (PUT, the body of
+// a set without timeout) what the older JavaScript one updates with; the
+// V2 paths are the newer JavaScript session manager's, with the get's key
+// and namespace in a POST body (GetRequest).
 const (
-	SetPath = "store/set"
-	GetPath = "store/get"
+	SetPath      = "store/set"
+	GetPath      = "store/get"
+	UpdatePath   = "store/update"
+	V2SetPath    = "v2/store/set"
+	V2GetPath    = "v2/store/get"
+	V2UpdatePath = "v2/store/update"
 )
+
+// InvalidateTimeout is the timeout every SDK's logout sends with its
+// overwrite of the record: a set with it invalidates the key for good (for
+// as long as its record would have lived).
+const InvalidateTimeout = 1
 
 // SetRequest is the body of POST store/set.
 type SetRequest struct {
@@ -45,11 +59,23 @@ type SetRequest struct {
 	Key string `json:"key"`
 	// Data is the eccrypto JSON string of the encrypted payload.
 	Data string `json:"data"`
-	// Signature is the JSON string {"r","s"} of the key's signature over
-	// keccak256(Data).
+	// Signature is the key's signature over keccak256(Data): the JSON
+	// string {"r","s"} (the Swift SDK, and this package's Client) or DER in
+	// hex (the JavaScript session managers).
 	Signature string `json:"signature"`
 	// Timeout is the record's lifetime in seconds (1 to MaxTimeout).
 	Timeout int `json:"timeout"`
+	// Namespace separates records of the same key; empty is the default.
+	Namespace string `json:"namespace,omitempty"`
+	// AllowedOrigin is sent by the newer JavaScript session manager; it is
+	// accepted and not enforced (records are encrypted and signed).
+	AllowedOrigin string `json:"allowedOrigin,omitempty"`
+}
+
+// GetRequest is the body of POST v2/store/get.
+type GetRequest struct {
+	// Key is the session's uncompressed public key in hex (130 chars).
+	Key string `json:"key"`
 	// Namespace separates records of the same key; empty is the default.
 	Namespace string `json:"namespace,omitempty"`
 }
@@ -193,8 +219,9 @@ func (c *Client) Get(ctx context.Context, key *secp256k1.PrivateKey) ([]byte, er
 	return pt, nil
 }
 
-// Invalidate overwrites key's record with an encrypted empty string that
-// expires after one second, as the SDKs log out.
+// Invalidate overwrites key's record with an encrypted empty string and
+// InvalidateTimeout, as the SDKs log out. The server then refuses every
+// further write of the key for as long as the record would have lived.
 func (c *Client) Invalidate(ctx context.Context, key *secp256k1.PrivateKey) error {
-	return c.Set(ctx, key, []byte(""), 1)
+	return c.Set(ctx, key, []byte(""), InvalidateTimeout)
 }

@@ -61,6 +61,9 @@ type NodeShare struct {
 	Share     sss.Share
 	// Commitments is the public polynomial the node reports.
 	Commitments []string
+	// Signed is the node's signed commitment of this login's token, if it
+	// gave one.
+	Signed *CommitmentAnswer
 }
 
 // KeyResult is a reconstructed key. Its private key is the user's network
@@ -73,6 +76,9 @@ type KeyResult struct {
 	// Rejected are the node indexes whose share did not lie on the agreed
 	// public polynomial (corrupted or malicious).
 	Rejected []int
+	// Signed are the signed token commitments of the nodes in Used, in
+	// their order (those that gave one).
+	Signed []CommitmentAnswer
 }
 
 // PrivateKeyHex is the key as 64 hex characters.
@@ -208,8 +214,14 @@ func (c *Client) FetchShares(ctx context.Context, verifier, verifierID, idToken 
 		if !ok {
 			return errors.New("share is not a scalar")
 		}
+		var signed *CommitmentAnswer
+		for i := range sigs {
+			if sigs[i].NodeIndex == p.Index {
+				signed = &sigs[i]
+			}
+		}
 		mu.Lock()
-		shares = append(shares, NodeShare{NodeIndex: p.Index, Share: sss.IndexShare(uint32(p.Index), &v), Commitments: k.Commitments})
+		shares = append(shares, NodeShare{NodeIndex: p.Index, Share: sss.IndexShare(uint32(p.Index), &v), Commitments: k.Commitments, Signed: signed})
 		mu.Unlock()
 		return nil
 	})
@@ -280,10 +292,17 @@ func Reconstruct(shares []NodeShare, threshold int) (*KeyResult, error) {
 		}
 		res.PrivateKey = secp256k1.NewPrivateKey(&k)
 		k.Zero()
+		used := make([]NodeShare, 0, len(idx))
 		for _, j := range idx {
-			res.Used = append(res.Used, cands[j].NodeIndex)
+			used = append(used, cands[j])
 		}
-		slices.Sort(res.Used)
+		slices.SortFunc(used, func(a, b NodeShare) int { return a.NodeIndex - b.NodeIndex })
+		for _, u := range used {
+			res.Used = append(res.Used, u.NodeIndex)
+			if u.Signed != nil {
+				res.Signed = append(res.Signed, *u.Signed)
+			}
+		}
 		found = true
 		return false
 	})

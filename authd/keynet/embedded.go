@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
 	"github.com/porticohq/portico/auth/eccrypto"
 	"github.com/porticohq/portico/authd/idtoken"
@@ -29,6 +32,12 @@ type EmbeddedOptions struct {
 	// PostgresDSN, if set, puts every node in this PostgreSQL database
 	// instead of SQLite (rows carry the network and node index).
 	PostgresDSN string
+	// KeyDir holds each node's own key file (<network>-node<i>.key, mode
+	// 0600, made at first start): the node signs with it and seals its
+	// shares at rest under a key derived from it. It is required with Dir
+	// or PostgresDSN and must not be inside Dir: a copy of the databases
+	// alone then gives no share. Without storage, keys are made fresh.
+	KeyDir string
 	// Logger, clock and token verifier options passed to each node.
 	Logger  *slog.Logger
 	Now     func() time.Time
@@ -53,9 +62,11 @@ type Embedded struct {
 	nodes    map[string][]*embeddedNode
 }
 
-// StartEmbedded starts the networks. Node signing keys are made fresh at
-// each start (they sign commitments and carry deals; stored shares do not
-// depend on them).
+// StartEmbedded starts the networks. Each node's key comes from its key
+// file in KeyDir (made at first start), or is made fresh when the shares
+// are not stored. All nodes of a network run in this process on one host,
+// which is then one trust domain: this is a development setup (see
+// docs/auth-keys.md for nodes on separate hosts).
 func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (_ *Embedded, err error) {
 	if len(opts.Networks) == 0 {
 		opts.Networks = Networks()
@@ -65,6 +76,12 @@ func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (_ *Embedded, err 
 	}
 	if opts.Nodes < 1 {
 		return nil, &ConfigError{Field: "nodes", Reason: "must be positive"}
+	}
+	if (opts.Dir != "" || opts.PostgresDSN != "") && opts.KeyDir == "" {
+		return nil, &ConfigError{Field: "keyDir", Reason: "required with stored shares: the node keys seal them at rest"}
+	}
+	if opts.Dir != "" && opts.KeyDir != "" && within(opts.KeyDir, opts.Dir) {
+		return nil, &ConfigError{Field: "keyDir", Reason: "must not be inside dir: a copy of the databases would carry the keys that open them"}
 	}
 	e := &Embedded{networks: map[string]NetworkConfig{}, nodes: map[string][]*embeddedNode{}}
 	defer func() {
@@ -80,8 +97,11 @@ func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (_ *Embedded, err 
 		keys := make([]string, opts.Nodes)
 		lns := make([]net.Listener, opts.Nodes)
 		for i := range opts.Nodes {
-			k, err := eccrypto.GenerateKey()
+			k, err := embeddedKey(opts.KeyDir, name, i+1)
 			if err != nil {
+				for _, l := range lns[:i] {
+					_ = l.Close()
+				}
 				return nil, err
 			}
 			keys[i] = eccrypto.PrivateKeyHex(k)
@@ -130,6 +150,26 @@ func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (_ *Embedded, err 
 		}
 	}
 	return e, nil
+}
+
+// embeddedKey is a node's key: its key file in keyDir, or a fresh one.
+func embeddedKey(keyDir, network string, index int) (*secp256k1.PrivateKey, error) {
+	if keyDir == "" {
+		return eccrypto.GenerateKey()
+	}
+	k, _, err := LoadOrCreateNodeKey(filepath.Join(keyDir, fmt.Sprintf("%s-node%d.key", network, index)))
+	return k, err
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // Network returns a started network's config (what a client needs).

@@ -72,9 +72,10 @@ type Node struct {
 	sessions map[string]*dkgSession
 }
 
-// NewNode makes a node over its storage. It does no I/O; serve
-// Handler() to run it, and Close it to stop its goroutines (it does not
-// close the storage).
+// NewNode makes a node over its storage. Serve Handler() to run it, and
+// Close it to stop its goroutines (it does not close the storage). A
+// *Store is made to seal the shares it keeps under a key derived from the
+// node's signing key, and the shares it holds in plain are sealed now.
 func NewNode(cfg NodeConfig, store Storage, opts NodeOptions) (*Node, error) {
 	cfg.withDefaults()
 	key, err := cfg.validate()
@@ -104,7 +105,29 @@ func NewNode(cfg NodeConfig, store Storage, opts NodeOptions) (*Node, error) {
 		ctx: ctx, cancel: cancel, sessions: map[string]*dkgSession{},
 	}
 	n.rpc = jsonrpc.NewServer(n, jsonrpc.ServerOptions{Limits: jsonrpc.Limits{MaxBodyBytes: maxRequestBytes}, Logger: n.log})
+	if st, ok := store.(sealable); ok {
+		sl, err := NewSealer(key)
+		if err != nil {
+			return nil, err
+		}
+		st.SealWith(sl)
+		sealed, err := st.SealPlaintext(ctx, cfg.Network.Name, cfg.Index)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		if sealed > 0 {
+			n.log.Info("keynet: sealed shares stored before sealing", "shares", sealed)
+		}
+	}
 	return n, nil
+}
+
+// sealable is storage that seals shares at rest (*Store): NewNode gives
+// it a Sealer under the node's own key and seals what it holds in plain.
+type sealable interface {
+	SealWith(*Sealer)
+	SealPlaintext(ctx context.Context, network string, node int) (int, error)
 }
 
 // Index is the node's index.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/porticohq/portico/authd/privfile"
 	"github.com/porticohq/portico/internal/sqldb"
 )
 
@@ -58,12 +59,62 @@ type Store struct {
 	d  sqldb.Dialect
 	// now is the clock.
 	now func() time.Time
+	// sealer, once set by the node that owns the store, encrypts its
+	// shares at rest.
+	sealer *Sealer
 }
 
-// OpenSQLite opens (creating) the SQLite database at path and migrates
-// it; an empty path is a private in-memory database. Commits are synced
-// fully: a node's share must survive a power cut.
+// SealWith makes the store seal the shares it writes with sl, and open
+// sealed ones with it. NewNode calls it with the node's own key.
+func (s *Store) SealWith(sl *Sealer) { s.sealer = sl }
+
+// SealPlaintext seals a node's shares written before shares were sealed
+// and returns how many it sealed.
+func (s *Store) SealPlaintext(ctx context.Context, network string, node int) (int, error) {
+	if s.sealer == nil {
+		return 0, errors.New("keynet: no sealer")
+	}
+	rows, err := s.db.QueryContext(ctx, s.d.Rebind(`SELECT verifier, verifier_id, share FROM keynet_keys
+		WHERE network = ? AND node_index = ? AND share NOT LIKE 'enc1:%'`), network, node)
+	if err != nil {
+		return 0, fmt.Errorf("keynet: seal: %w", err)
+	}
+	type row struct{ verifier, id, share string }
+	var plain []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.verifier, &r.id, &r.share); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("keynet: seal: %w", err)
+		}
+		plain = append(plain, r)
+	}
+	rows.Close()
+	for _, r := range plain {
+		var b [32]byte
+		if err := decodeShare(r.share, &b); err != nil {
+			return 0, fmt.Errorf("keynet: seal: stored share: %w", err)
+		}
+		sealed := s.sealer.seal(&b, shareAD(network, node, r.verifier, r.id))
+		clear(b[:])
+		if _, err := s.db.ExecContext(ctx, s.d.Rebind(`UPDATE keynet_keys SET share = ? WHERE network = ? AND node_index = ? AND verifier = ? AND verifier_id = ? AND share = ?`),
+			sealed, network, node, r.verifier, r.id, r.share); err != nil {
+			return 0, fmt.Errorf("keynet: seal: %w", err)
+		}
+	}
+	return len(plain), nil
+}
+
+// OpenSQLite opens (creating) the SQLite database at path, private to
+// its owner (mode 0600), and migrates it; an empty path is a private
+// in-memory database. Commits are synced fully: a node's share must
+// survive a power cut.
 func OpenSQLite(ctx context.Context, path string) (*Store, error) {
+	if path != "" {
+		if err := privfile.Prepare(path); err != nil {
+			return nil, fmt.Errorf("keynet: %w", err)
+		}
+	}
 	db, err := sqldb.OpenSQLite(path, sqldb.SQLiteOptions{FullSync: true})
 	if err != nil {
 		return nil, fmt.Errorf("keynet: %w", err)
@@ -158,7 +209,7 @@ func (s *Store) Key(ctx context.Context, network string, node int, verifier, ver
 	if err != nil {
 		return nil, fmt.Errorf("keynet: read key: %w", err)
 	}
-	if err := decodeShare(share, &k.Share); err != nil {
+	if err := s.sealer.open(share, shareAD(network, node, verifier, verifierID), &k.Share); err != nil {
 		return nil, fmt.Errorf("keynet: stored share: %w", err)
 	}
 	if err := json.Unmarshal([]byte(comms), &k.Commitments); err != nil || len(k.Commitments) == 0 {
@@ -175,8 +226,12 @@ func (s *Store) PutKey(ctx context.Context, k StoredKey) error {
 	if k.CreatedAt.IsZero() {
 		k.CreatedAt = s.now()
 	}
+	share := encodeShare(&k.Share)
+	if s.sealer != nil {
+		share = s.sealer.seal(&k.Share, shareAD(k.Network, k.Node, k.Verifier, k.VerifierID))
+	}
 	_, err := s.db.ExecContext(ctx, s.d.Rebind(`INSERT INTO keynet_keys (network, node_index, verifier, verifier_id, share, commitments, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`), k.Network, k.Node, k.Verifier, k.VerifierID, encodeShare(&k.Share), string(comms), k.CreatedAt.UnixMilli())
+		VALUES (?, ?, ?, ?, ?, ?, ?)`), k.Network, k.Node, k.Verifier, k.VerifierID, share, string(comms), k.CreatedAt.UnixMilli())
 	if err != nil {
 		if sqldb.IsUnique(err) {
 			return ErrKeyExists

@@ -10,8 +10,10 @@ import (
 
 	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/auth/sessionapi"
+	"github.com/porticohq/portico/authd/clients"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keynet"
+	"github.com/porticohq/portico/authd/tkey"
 )
 
 // Defaults of Config.
@@ -41,6 +43,11 @@ type Config struct {
 	Networks map[string]*keynet.Client
 	// Sessions is the session server the SDK uses.
 	Sessions *sessionapi.Client
+	// Clients is the client registry: a login for a client id that is not
+	// in it, or to a redirect URL not registered for it, is refused
+	// (required; clients.AnyClient is the development mode that accepts
+	// everything).
+	Clients clients.Registry
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
 	// Now is the clock; time.Now if nil.
@@ -55,6 +62,15 @@ type Config struct {
 	// SecureCookies sets the Secure attribute on the login cookie (use it
 	// behind TLS).
 	SecureCookies bool
+	// Limits bound what a client IP, an email address and a user can do;
+	// zero fields take the defaults.
+	Limits Limits
+	// ClientIPHeader, if set, is the header a reverse proxy puts the
+	// client's address in; the limits key on it. Only behind such a proxy.
+	ClientIPHeader string
+	// PasswordKDF are the Argon2id parameters of new MFA password shares;
+	// tkey.DefaultKDF() if zero.
+	PasswordKDF tkey.KDF
 }
 
 // OIDCProvider is an OpenID Connect identity provider.
@@ -140,6 +156,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxFlows == 0 {
 		c.MaxFlows = DefaultMaxFlows
 	}
+	c.Limits = c.Limits.withDefaults()
+	if c.PasswordKDF == (tkey.KDF{}) {
+		c.PasswordKDF = tkey.DefaultKDF()
+	}
 	prod := c.BaseURLs[authwire.Production]
 	if prod == "" {
 		return c, &ConfigError{Field: "baseUrls.production", Reason: "required"}
@@ -165,6 +185,9 @@ func (c Config) withDefaults() (Config, error) {
 	c.BaseURLs = urls
 	if c.Sessions == nil {
 		return c, &ConfigError{Field: "sessions", Reason: "required"}
+	}
+	if c.Clients == nil {
+		return c, &ConfigError{Field: "clients", Reason: "required (a client registry; clients.AnyClient only for development)"}
 	}
 	if len(c.Networks) == 0 {
 		return c, &ConfigError{Field: "networks", Reason: "at least one key network client is required"}

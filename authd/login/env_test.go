@@ -24,6 +24,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/porticohq/portico/auth"
 	"github.com/porticohq/portico/auth/sessionapi"
+	"github.com/porticohq/portico/authd/clients"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keynet"
 	"github.com/porticohq/portico/authd/sessionserver"
@@ -192,6 +193,25 @@ type env struct {
 
 const jwtVerifier = "test-jwt"
 
+// testClientID is the client the tests' SDKs use unless they name another.
+const testClientID = "BPi5PB_UiIZ-cPz1GtV5i1I2iOSOHuimiXBI0e-Oe_u6X3oVAbCiAZOTEBtTXw4tsluTITPqA8zMsfxIKMjiqNQ"
+
+// testClients registers the tests' client ids, each with the app
+// callback, the SDK's loopback callbacks and the pages_test app.
+func testClients(t testing.TB) clients.Static {
+	t.Helper()
+	var cs []clients.Client
+	for _, id := range []string{testClientID, "b3RoZXItY2xpZW50"} {
+		cs = append(cs, clients.Client{ID: id, RedirectURLs: []string{appCallback, "http://127.0.0.1/callback/", "https://app.example/cb"},
+			Origins: []string{"https://app.example", "https://acme.example"}})
+	}
+	s, err := clients.NewStatic(cs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func newEnv(t testing.TB, mod ...func(*Config)) *env {
 	t.Helper()
 	ctx := context.Background()
@@ -213,13 +233,18 @@ func newEnv(t testing.TB, mod ...func(*Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pl.DevLogCodes = true
 	cfg := Config{
 		BaseURLs:     DefaultBaseURLs(srv.URL),
 		OIDC:         []OIDCProvider{{Name: "google", Verifier: "test-google", DiscoveryURL: e.Issuer.srv.URL, ClientID: e.Issuer.clientID, ClientSecret: e.Issuer.secret}},
 		Verifiers:    []idtoken.Config{{Verifier: jwtVerifier, TypeOfLogin: "jwt", JWKS: e.Issuer.jwks(), Issuer: e.Issuer.srv.URL, Audience: []string{"my-app"}, Leeway: 30}},
 		Passwordless: pl,
 		Sessions:     e.Sessions,
-		Logger:       slog.New(slog.NewTextHandler(e.Log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Clients:      testClients(t),
+		// Tests log the same users in many times; the limits' own tests
+		// use the defaults.
+		Limits: Limits{CodesPerEmail: 100, CodesPerClient: 1000},
+		Logger: slog.New(slog.NewTextHandler(e.Log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	for _, m := range mod {
 		m(&cfg)
@@ -248,7 +273,7 @@ func newEnv(t testing.TB, mod ...func(*Config)) *env {
 func (e *env) sdk(t testing.TB, p auth.InitParams) *auth.SDK {
 	t.Helper()
 	if p.ClientID == "" {
-		p.ClientID = "BPi5PB_UiIZ-cPz1GtV5i1I2iOSOHuimiXBI0e-Oe_u6X3oVAbCiAZOTEBtTXw4tsluTITPqA8zMsfxIKMjiqNQ"
+		p.ClientID = testClientID
 	}
 	if p.Network == "" {
 		p.Network = auth.SapphireDevnet

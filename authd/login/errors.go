@@ -16,6 +16,8 @@ const (
 	CodeTooManyLogins       = "too_many_logins"
 	CodeProviderUnavailable = "provider_unavailable"
 	CodeBadRedirect         = "bad_redirect"
+	CodeUnknownClient       = "unknown_client"
+	CodeRateLimited         = "rate_limited"
 	CodeTokenRefused        = "token_refused"
 	CodeProviderError       = "provider_error"
 	CodeNetworkUnavailable  = "network_unavailable"
@@ -35,6 +37,8 @@ var codeStatus = map[string]int{
 	CodeTooManyLogins:       http.StatusServiceUnavailable,
 	CodeProviderUnavailable: http.StatusBadRequest,
 	CodeBadRedirect:         http.StatusBadRequest,
+	CodeUnknownClient:       http.StatusBadRequest,
+	CodeRateLimited:         http.StatusTooManyRequests,
 	CodeTokenRefused:        http.StatusUnauthorized,
 	CodeProviderError:       http.StatusBadGateway,
 	CodeNetworkUnavailable:  http.StatusBadRequest,

@@ -43,9 +43,15 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, f *flow, res *r
 	}
 	defer sessionKey.Zero()
 	sessionID := eccrypto.PrivateKeyHex(sessionKey)
+	mode := authwire.KeyMode1of1
+	if mfa {
+		mode = authwire.KeyMode2ofN
+	}
 	record, err := json.Marshal(authwire.State{
 		PrivKey: keys.PrivKey, Ed25519PrivKey: keys.Ed25519PrivKey, SessionID: sessionID, UserInfo: &user,
 		CoreKitKey: keys.CoreKitKey, CoreKitEd25519PrivKey: keys.CoreKitEd25519PrivKey,
+		// What the key network honestly gives; the TSS fields stay unset.
+		NodeIndexes: f.NodeIndexes, Signatures: f.NodeSigs, KeyMode: mode,
 	})
 	if err != nil {
 		h.failFlow(w, r, f, fail(CodeInternal, err))

@@ -61,6 +61,7 @@ type flow struct {
 	mu sync.Mutex
 
 	ID      string
+	client  string // the client IP that started it (its limit key)
 	binding string // the cookie's value
 	CSRF    string
 	Expires time.Time
@@ -82,7 +83,12 @@ type flow struct {
 	Identity *identity
 	// NetworkKey is the key network's key for the user, held only until
 	// the login ends.
-	NetworkKey  *secp256k1.PrivateKey
+	NetworkKey *secp256k1.PrivateKey
+	// NodeIndexes are the nodes whose shares rebuilt NetworkKey, and
+	// NodeSigs their signed token commitments (JSON strings), for the
+	// session record.
+	NodeIndexes []int
+	NodeSigs    []string
 	Record      *mfaRecord
 	RecordVer   int64
 	Social      *socialStep
@@ -111,21 +117,33 @@ func (f *flow) wipe() {
 	f.Done, f.Social, f.Identity = nil, nil, nil
 }
 
-var errFull = errors.New("login: too many logins in progress")
+// Errors of flows.add.
+var (
+	errFull       = errors.New("login: too many logins in progress")
+	errClientFull = errors.New("login: too many logins in progress from this client")
+	errStarted    = errors.New("login: this login payload has already started a login")
+)
 
-// flows holds the logins in progress in memory, bounded, each until it
-// expires or ends.
+// flows holds the logins in progress in memory, each until it expires or
+// ends. It is bounded three ways: at most max flows, at most perClient
+// per client IP, and one flow per login payload. When the table is full,
+// the oldest flow of the client holding the most is dropped, so clients
+// that flood it lose their own logins, not other users'.
 type flows struct {
-	mu      sync.Mutex
-	byID    map[string]*flow
-	byState map[string]string // OIDC state → flow id
-	max     int
-	ttl     time.Duration
-	now     func() time.Time
+	mu        sync.Mutex
+	byID      map[string]*flow
+	byState   map[string]string // OIDC state → flow id
+	byClient  map[string]int    // client IP → flows held
+	started   map[string]time.Time
+	max       int
+	perClient int
+	ttl       time.Duration
+	now       func() time.Time
 }
 
-func newFlows(max int, ttl time.Duration, now func() time.Time) *flows {
-	return &flows{byID: map[string]*flow{}, byState: map[string]string{}, max: max, ttl: ttl, now: now}
+func newFlows(max, perClient int, ttl time.Duration, now func() time.Time) *flows {
+	return &flows{byID: map[string]*flow{}, byState: map[string]string{}, byClient: map[string]int{}, started: map[string]time.Time{},
+		max: max, perClient: perClient, ttl: ttl, now: now}
 }
 
 func randomHex(n int) string {
@@ -134,20 +152,59 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// add makes a new flow; errFull when the bound is reached even after
-// dropping the expired ones.
-func (s *flows) add() (*flow, error) {
+// add makes a new flow for client, started by the login payload named
+// payload (its loginId's public key): errStarted if that payload already
+// started one, errClientFull if the client holds perClient flows.
+func (s *flows) add(client, payload string) (*flow, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.now()
+	if until, ok := s.started[payload]; ok && now.Before(until) {
+		return nil, errStarted
+	}
+	if s.byClient[client] >= s.perClient {
+		s.sweepLocked()
+		if s.byClient[client] >= s.perClient {
+			return nil, errClientFull
+		}
+	}
 	if len(s.byID) >= s.max {
 		s.sweepLocked()
-		if len(s.byID) >= s.max {
+		if len(s.byID) >= s.max && !s.evictLocked() {
 			return nil, errFull
 		}
 	}
-	f := &flow{ID: randomHex(16), binding: randomHex(16), CSRF: randomHex(16), Expires: s.now().Add(s.ttl)}
+	if len(s.started) >= 2*s.max {
+		s.sweepLocked()
+	}
+	f := &flow{ID: randomHex(16), client: client, binding: randomHex(16), CSRF: randomHex(16), Expires: now.Add(s.ttl)}
 	s.byID[f.ID] = f
+	s.byClient[client]++
+	// The payload stays spent for as long as a flow could live; the pages
+	// also invalidate its record on the session server.
+	s.started[payload] = f.Expires
 	return f, nil
+}
+
+// evictLocked drops the oldest flow of the client holding the most.
+func (s *flows) evictLocked() bool {
+	top := ""
+	for c, n := range s.byClient {
+		if top == "" || n > s.byClient[top] {
+			top = c
+		}
+	}
+	var oldest *flow
+	for _, f := range s.byID {
+		if f.client == top && (oldest == nil || f.Expires.Before(oldest.Expires)) {
+			oldest = f
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	s.removeLocked(oldest.ID)
+	return true
 }
 
 func (s *flows) sweepLocked() {
@@ -155,6 +212,11 @@ func (s *flows) sweepLocked() {
 	for id, f := range s.byID {
 		if now.After(f.Expires) {
 			s.removeLocked(id)
+		}
+	}
+	for p, until := range s.started {
+		if !now.Before(until) {
+			delete(s.started, p)
 		}
 	}
 }
@@ -165,6 +227,9 @@ func (s *flows) removeLocked(id string) {
 		return
 	}
 	delete(s.byID, id)
+	if s.byClient[f.client]--; s.byClient[f.client] <= 0 {
+		delete(s.byClient, f.client)
+	}
 	if f.State != "" {
 		delete(s.byState, f.State)
 	}

@@ -5,15 +5,17 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/auth/eccrypto"
-	"github.com/porticohq/portico/auth/sessionapi"
+	"github.com/porticohq/portico/authd/clients"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keyderiv"
 )
@@ -31,6 +33,7 @@ type Handler struct {
 	verifiers *idtoken.Registry
 	oidc      []*oidcProvider
 	sponge    *keyderiv.Sponge
+	lim       *limiters
 	prefixes  []string
 	// missing, when set (by tests), records translation keys a page
 	// asked for that its language lacks.
@@ -46,7 +49,8 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{cfg: cfg, log: cfg.Logger, flows: newFlows(cfg.MaxFlows, cfg.FlowTTL, cfg.Now), sponge: keyderiv.NewSponge()}
+	h := &Handler{cfg: cfg, log: cfg.Logger, flows: newFlows(cfg.MaxFlows, cfg.Limits.FlowsPerClient, cfg.FlowTTL, cfg.Now),
+		sponge: keyderiv.NewSponge(), lim: newLimiters(cfg.Limits, cfg.Now)}
 	if h.templates, err = parseTemplates(); err != nil {
 		return nil, err
 	}
@@ -140,7 +144,7 @@ func (h *Handler) failFlow(w http.ResponseWriter, r *http.Request, f *flow, err 
 	e := asError(err)
 	h.flows.remove(f.ID)
 	redirect := f.Payload.Params.RedirectURL
-	if checkRedirect(redirect) != nil {
+	if redirect == "" || checkRedirect(redirect) != nil {
 		h.failPage(w, r, brandFor(f.Payload.Options, ""), e)
 		return
 	}
@@ -151,82 +155,117 @@ func (h *Handler) failFlow(w http.ResponseWriter, r *http.Request, f *flow, err 
 
 // checkRedirect refuses redirect URLs that are not absolute or whose
 // scheme could run script.
-func checkRedirect(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" || u.Fragment != "" {
-		return errors.New("not an absolute URL without a fragment")
+func checkRedirect(s string) error { return clients.CheckRedirectURL(s) }
+
+// checkClient looks the payload's client id up in the registry: it must
+// be registered, the redirect URL must be one of its own, and an appUrl
+// the pages would show the user as the app's address must be on one of
+// its origins (else it is dropped).
+func (h *Handler) checkClient(ctx context.Context, p *authwire.LoginPayload) error {
+	c, err := h.cfg.Clients.Client(ctx, p.Options.ClientID)
+	if errors.Is(err, clients.ErrNotFound) {
+		return fail(CodeUnknownClient, fmt.Errorf("client id %q is not registered", p.Options.ClientID))
 	}
-	switch strings.ToLower(u.Scheme) {
-	case "javascript", "data", "vbscript", "file", "blob", "about":
-		return errors.New("scheme " + u.Scheme + " is not allowed")
+	if err != nil {
+		return fail(CodeInternal, err)
 	}
-	if (u.Scheme == "http" || u.Scheme == "https") && u.Host == "" {
-		return errors.New("no host")
+	if err := checkRedirect(p.Params.RedirectURL); err != nil {
+		return fail(CodeBadRedirect, err)
+	}
+	if !c.AllowsRedirect(p.Params.RedirectURL) {
+		return fail(CodeBadRedirect, fmt.Errorf("%w: client %q", clients.ErrRedirect, c.ID))
+	}
+	if wl := p.Options.WhiteLabel; wl != nil && wl.AppURL != "" && !c.AllowsOrigin(wl.AppURL) {
+		cp := *wl
+		cp.AppURL = ""
+		p.Options.WhiteLabel = &cp
 	}
 	return nil
 }
 
-// readLogin decrypts the login payload stored under loginId.
-func (h *Handler) readLogin(ctx context.Context, b64 string) (*authwire.LoginPayload, error) {
+// readLogin decrypts the login payload stored under loginId; it returns
+// the loginId key too, for the caller to invalidate the record and zero.
+func (h *Handler) readLogin(ctx context.Context, b64 string) (_ *authwire.LoginPayload, _ *secp256k1.PrivateKey, err error) {
 	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(b64, "="))
 	if err != nil {
-		return nil, fail(CodeBadRequest, errors.New("b64Params is not base64url"))
+		return nil, nil, fail(CodeBadRequest, errors.New("b64Params is not base64url"))
 	}
 	var start struct {
 		LoginID string `json:"loginId"`
 	}
 	if err := json.Unmarshal(raw, &start); err != nil || start.LoginID == "" {
-		return nil, fail(CodeBadRequest, errors.New("b64Params has no loginId"))
+		return nil, nil, fail(CodeBadRequest, errors.New("b64Params has no loginId"))
 	}
 	key, err := eccrypto.ParsePrivateKeyHex(start.LoginID)
 	if err != nil {
-		return nil, fail(CodeBadRequest, errors.New("loginId is not a 64-hex key"))
+		return nil, nil, fail(CodeBadRequest, errors.New("loginId is not a 64-hex key"))
 	}
 	data, err := h.cfg.Sessions.Get(ctx, key)
-	key.Zero()
-	if errors.Is(err, sessionapi.ErrNotFound) {
-		return nil, fail(CodeLoginNotFound, err)
-	}
 	if err != nil {
-		return nil, fail(CodeLoginNotFound, err)
+		key.Zero()
+		return nil, nil, fail(CodeLoginNotFound, err)
 	}
+	defer func() {
+		if err != nil {
+			key.Zero()
+		}
+	}()
 	var p authwire.LoginPayload
-	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fail(CodeBadRequest, err)
+	if err = json.Unmarshal(data, &p); err != nil {
+		return nil, nil, fail(CodeBadRequest, err)
 	}
 	if p.ActionType != "login" {
-		return nil, fail(CodeBadRequest, errors.New("actionType is not login"))
+		err = errors.New("actionType is not login")
+		return nil, nil, fail(CodeBadRequest, err)
 	}
-	if err := p.Options.Validate(); err != nil {
-		return nil, fail(CodeBadRequest, err)
+	if err = p.Options.Validate(); err != nil {
+		return nil, nil, fail(CodeBadRequest, err)
 	}
-	if err := p.Params.Validate(); err != nil {
-		return nil, fail(CodeBadRequest, err)
+	if err = p.Params.Validate(); err != nil {
+		return nil, nil, fail(CodeBadRequest, err)
 	}
-	return &p, nil
+	return &p, key, nil
 }
 
 // start reads the login behind the posted b64Params and begins it.
 func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	b := h.startBrand(r)
+	client := h.client(r)
+	if !h.lim.starts.Allow(client, 1) {
+		h.failPage(w, r, b, fail(CodeRateLimited, errors.New("too many logins started from this client")))
+		return
+	}
 	if err := r.ParseForm(); err != nil {
 		h.failPage(w, r, b, fail(CodeBadRequest, err))
 		return
 	}
-	p, err := h.readLogin(r.Context(), r.PostForm.Get("b64Params"))
+	p, loginKey, err := h.readLogin(r.Context(), r.PostForm.Get("b64Params"))
 	if err != nil {
 		h.failPage(w, r, b, err)
 		return
 	}
-	if err := checkRedirect(p.Params.RedirectURL); err != nil {
-		h.failPage(w, r, brandFor(p.Options, ""), fail(CodeBadRedirect, err))
+	defer loginKey.Zero()
+	if err := h.checkClient(r.Context(), p); err != nil {
+		h.failPage(w, r, brandFor(p.Options, ""), err)
 		return
 	}
-	f, err := h.flows.add()
-	if err != nil {
-		h.failPage(w, r, brandFor(p.Options, p.Params.RedirectURL), fail(CodeTooManyLogins, err))
+	f, err := h.flows.add(client, eccrypto.PublicKeyHex(loginKey.PubKey()))
+	switch {
+	case errors.Is(err, errStarted):
+		h.failPage(w, r, brandFor(p.Options, ""), fail(CodeLoginNotFound, err))
 		return
+	case errors.Is(err, errClientFull):
+		h.failPage(w, r, brandFor(p.Options, ""), fail(CodeRateLimited, err))
+		return
+	case err != nil:
+		h.failPage(w, r, brandFor(p.Options, ""), fail(CodeTooManyLogins, err))
+		return
+	}
+	// A payload starts one login: its record is invalidated (a tombstone,
+	// so its captured write cannot restore it).
+	if err := h.cfg.Sessions.Invalidate(r.Context(), loginKey); err != nil {
+		h.log.Warn("login: cannot invalidate the login payload", "err", err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -266,8 +305,9 @@ func (h *Handler) begin(w http.ResponseWriter, r *http.Request, f *flow) {
 		f.Step = stepEmail
 		if xo := params.ExtraLoginOptions; xo != nil {
 			if email, ok := normalizeEmail(xo.LoginHint); ok {
-				h.sendCode(f, &f.Code, email)
-				f.Step = stepCode
+				if f.Notice = h.sendCode(r.Context(), f, &f.Code, email); f.Notice == "" {
+					f.Step = stepCode
+				}
 			}
 		}
 		http.Redirect(w, r, f.pageURL(), http.StatusSeeOther)
@@ -331,6 +371,11 @@ func (h *Handler) step(w http.ResponseWriter, r *http.Request, id, action string
 	}
 }
 
+// devCodes reports whether codes go to the log instead of by mail.
+func (h *Handler) devCodes() bool {
+	return h.cfg.Passwordless != nil && h.cfg.Passwordless.Mailer == nil && h.cfg.Passwordless.DevLogCodes
+}
+
 // brand is the flow's white label in its current language.
 func (h *Handler) brand(f *flow) brand {
 	b := brandFor(f.Payload.Options, f.Payload.Params.RedirectURL)
@@ -340,7 +385,7 @@ func (h *Handler) brand(f *flow) brand {
 
 // show renders the flow's current step.
 func (h *Handler) show(w http.ResponseWriter, r *http.Request, f *flow) {
-	v := &view{brand: h.brand(f), CSRF: f.CSRF, Action: f.basePath() + "/login/" + f.ID, Notice: f.Notice}
+	v := &view{brand: h.brand(f), CSRF: f.CSRF, Action: f.basePath() + "/login/" + f.ID, Notice: f.Notice, DevCodes: h.devCodes()}
 	switch f.Step {
 	case stepEmail:
 		v.Page, v.TitleKey = "email", "continue_email"

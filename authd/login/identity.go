@@ -16,13 +16,57 @@ func constantEqual(a, b string) bool {
 	return len(a) == len(b) && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-// sendCode makes a one-time code for email and "sends" it: it is written
-// to the log, at WARN and marked dev-only, since the embedded provider
-// mails nothing.
-func (h *Handler) sendCode(f *flow, o *otp, email string) {
+// sendCode makes a one-time code for email and delivers it, within the
+// limits: none while the address is locked by wrong codes, at most
+// CodesPerEmail per address and CodesPerClient per client IP an hour. It
+// returns the notice to show when it sends nothing. A new code keeps the
+// login's count of wrong codes.
+func (h *Handler) sendCode(ctx context.Context, f *flow, o *otp, email string) string {
+	switch {
+	case h.lim.codeFails.Wait(email) > 0:
+		return "code_locked"
+	case !h.lim.codesClient.Allow(f.client, 1), !h.lim.codesEmail.Allow(email, 1):
+		return "too_many_codes"
+	}
+	attempts := o.Attempts
 	var code string
 	*o, code = newCode(email, f.ID, h.cfg.Now(), h.cfg.Passwordless.codeTTL())
-	h.log.Warn("DEV ONLY: passwordless code for "+email+": "+code, "devOnly", true, "login", f.ID[:8])
+	o.Attempts = attempts
+	if err := h.cfg.Passwordless.deliver(ctx, h.log, email, code, f.Lang, f.ID[:8]); err != nil {
+		h.log.Error("login: cannot send the code", "login", f.ID[:8], "err", err)
+		*o = otp{Attempts: attempts}
+		return "send_failed"
+	}
+	return ""
+}
+
+// checkCode checks a code against the login's and the address's limits:
+// a locked address is refused without looking at the code; a wrong code
+// counts for the address (backoff) and the login (which ends after
+// MaxAttempts); the right one clears the address's count.
+func (h *Handler) checkCode(w http.ResponseWriter, r *http.Request, f *flow, o *otp) bool {
+	if h.lim.codeFails.Wait(o.Email) > 0 {
+		f.Notice = "code_locked"
+		h.show(w, r, f)
+		return false
+	}
+	ok, notice, wrong, end := o.check(f.ID, r.PostForm.Get("code"), h.cfg.Now(), h.cfg.Passwordless.maxAttempts())
+	if wrong {
+		if _, lock := h.lim.codeFails.Fail(o.Email); lock > 0 && !end {
+			notice = "code_locked"
+		}
+	}
+	if end {
+		h.failFlow(w, r, f, fail(CodeTooManyAttempts, errors.New("too many wrong codes")))
+		return false
+	}
+	if !ok {
+		f.Notice = notice
+		h.show(w, r, f)
+		return false
+	}
+	h.lim.codeFails.Reset(o.Email)
+	return true
 }
 
 // postEmail takes the email address and sends a code.
@@ -33,7 +77,11 @@ func (h *Handler) postEmail(w http.ResponseWriter, r *http.Request, f *flow) {
 		h.show(w, r, f)
 		return
 	}
-	h.sendCode(f, &f.Code, email)
+	if notice := h.sendCode(r.Context(), f, &f.Code, email); notice != "" {
+		f.Notice = notice
+		h.show(w, r, f)
+		return
+	}
 	f.Step = stepCode
 	http.Redirect(w, r, f.pageURL(), http.StatusSeeOther)
 }
@@ -41,14 +89,7 @@ func (h *Handler) postEmail(w http.ResponseWriter, r *http.Request, f *flow) {
 // postCode checks the code; the right one signs the user in with a token
 // minted for the email address.
 func (h *Handler) postCode(w http.ResponseWriter, r *http.Request, f *flow) {
-	ok, notice, end := f.Code.check(f.ID, r.PostForm.Get("code"), h.cfg.Now(), h.cfg.Passwordless.maxAttempts())
-	if end {
-		h.failFlow(w, r, f, fail(CodeTooManyAttempts, errors.New("too many wrong codes")))
-		return
-	}
-	if !ok {
-		f.Notice = notice
-		h.show(w, r, f)
+	if !h.checkCode(w, r, f, &f.Code) {
 		return
 	}
 	email := f.Code.Email

@@ -73,7 +73,7 @@ func (h *Handler) indexView(ix Index) *indexView {
 		v.Methods = append(v.Methods, indexMethod{Provider: string(authwire.JWT), Verifier: c.Verifier})
 	}
 	if h.cfg.Passwordless != nil {
-		v.Methods = append(v.Methods, indexMethod{Provider: string(authwire.EmailPasswordless), Verifier: PasswordlessVerifier, Dev: true})
+		v.Methods = append(v.Methods, indexMethod{Provider: string(authwire.EmailPasswordless), Verifier: PasswordlessVerifier, Dev: h.devCodes()})
 		v.JWKS = h.cfg.BaseURLs[authwire.Production] + "/jwks.json"
 	}
 	return v

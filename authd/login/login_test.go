@@ -2,12 +2,14 @@ package login
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/porticohq/portico/auth"
+	"github.com/porticohq/portico/authd/keynet"
 )
 
 const appCallback = "http://127.0.0.1:1/app/callback"
@@ -70,6 +72,17 @@ func TestPasswordlessLogin(t *testing.T) {
 	}
 	if st.PrivKey == st.CoreKitKey {
 		t.Error("privKey is the coreKitKey: no subkey")
+	}
+	// The v7 state fields the key network can give: the nodes used and
+	// their signed commitments; no TSS fields.
+	if len(st.NodeIndexes) != 3 || len(st.Signatures) != 3 || st.KeyMode != auth.KeyMode1of1 || st.TSSShare != "" || st.TSSShareIndex != nil || st.FactorKey != "" {
+		t.Errorf("nodeIndexes %v, %d signatures, keyMode %q, tss %q", st.NodeIndexes, len(st.Signatures), st.KeyMode, st.TSSShare)
+	}
+	for i, sig := range st.Signatures {
+		var a keynet.CommitmentAnswer
+		if err := json.Unmarshal([]byte(sig), &a); err != nil || a.NodeIndex != st.NodeIndexes[i] {
+			t.Errorf("signature %d: %s %v", i, sig, err)
+		}
 	}
 
 	// Same user again (the case of the address does not matter): same keys.

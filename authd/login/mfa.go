@@ -116,6 +116,7 @@ func (h *Handler) afterIdentity(w http.ResponseWriter, r *http.Request, f *flow)
 		return
 	}
 	f.NetworkKey = key.PrivateKey
+	f.NodeIndexes, f.NodeSigs = key.Used, nodeSignatures(key.Signed)
 	if err := h.loadRecord(r.Context(), c, f); err != nil {
 		h.failFlow(w, r, f, err)
 		return
@@ -157,6 +158,19 @@ func (h *Handler) afterIdentity(w http.ResponseWriter, r *http.Request, f *flow)
 	}
 	f.Step = stepMFASetup
 	http.Redirect(w, r, f.pageURL(), http.StatusSeeOther)
+}
+
+// nodeSignatures writes the nodes' signed token commitments as the JSON
+// strings of the session record's signatures.
+func nodeSignatures(signed []keynet.CommitmentAnswer) []string {
+	out := make([]string, 0, len(signed))
+	for _, s := range signed {
+		b, err := json.Marshal(s)
+		if err == nil {
+			out = append(out, string(b))
+		}
+	}
+	return out
 }
 
 // loadRecord reads the user's metadata.
@@ -277,7 +291,10 @@ func (h *Handler) postMFASetup(w http.ResponseWriter, r *http.Request, f *flow) 
 	}
 	if email != "" {
 		f.Social = &socialStep{Setup: true, Password: pw}
-		h.sendCode(f, &f.Social.Code, email)
+		if f.Notice = h.sendCode(r.Context(), f, &f.Social.Code, email); f.Notice != "" {
+			h.show(w, r, f)
+			return
+		}
 		f.Step = stepSocialCode
 		http.Redirect(w, r, f.pageURL(), http.StatusSeeOther)
 		return
@@ -292,7 +309,15 @@ func (h *Handler) enable(w http.ResponseWriter, r *http.Request, f *flow, passwo
 		h.failFlow(w, r, f, err)
 		return
 	}
-	setup, err := tkey.Enable(f.NetworkKey, tkey.Options{Password: password, SocialBackup: social})
+	if password != "" {
+		if !h.lim.kdf.Acquire(r.Context().Done()) {
+			f.Notice = "busy"
+			h.show(w, r, f)
+			return
+		}
+		defer h.lim.kdf.Release()
+	}
+	setup, err := tkey.Enable(f.NetworkKey, tkey.Options{Password: password, KDF: h.cfg.PasswordKDF, SocialBackup: social})
 	if err != nil {
 		h.failFlow(w, r, f, fail(CodeInternal, err))
 		return
@@ -326,8 +351,8 @@ func (h *Handler) postMFARecover(w http.ResponseWriter, r *http.Request, f *flow
 	notice := ""
 	switch r.PostForm.Get("factor") {
 	case tkey.KindPassword:
-		pw := r.PostForm.Get("password")
-		get, notice = func(md *tkey.Metadata) (sss.Share, error) { return md.PasswordShare(pw) }, "wrong_password"
+		h.recoverPassword(w, r, f, r.PostForm.Get("password"))
+		return
 	case tkey.KindBackup:
 		phrase := r.PostForm.Get("phrase")
 		get, notice = func(md *tkey.Metadata) (sss.Share, error) { return md.BackupShare(phrase) }, "wrong_phrase"
@@ -339,7 +364,10 @@ func (h *Handler) postMFARecover(w http.ResponseWriter, r *http.Request, f *flow
 			return
 		}
 		f.Social = &socialStep{}
-		h.sendCode(f, &f.Social.Code, email)
+		if f.Notice = h.sendCode(r.Context(), f, &f.Social.Code, email); f.Notice != "" {
+			h.show(w, r, f)
+			return
+		}
 		f.Step = stepSocialCode
 		http.Redirect(w, r, f.pageURL(), http.StatusSeeOther)
 		return
@@ -356,17 +384,45 @@ func (h *Handler) postMFARecover(w http.ResponseWriter, r *http.Request, f *flow
 	h.finish(w, r, f, res)
 }
 
+// userKey names the user of a flow for the password limit.
+func userKey(f *flow) string {
+	return string(f.Payload.Options.Network) + "|" + f.Identity.Verifier + "|" + f.Identity.VerifierID
+}
+
+// recoverPassword tries the password factor within the limits: a user
+// locked by wrong passwords is refused before any Argon2id runs, and at
+// most KDFConcurrency runs happen at once (a request that cannot get a
+// slot before it ends is told to retry).
+func (h *Handler) recoverPassword(w http.ResponseWriter, r *http.Request, f *flow, pw string) {
+	user := userKey(f)
+	if h.lim.pwFails.Wait(user) > 0 {
+		f.Notice = "password_locked"
+		h.show(w, r, f)
+		return
+	}
+	if !h.lim.kdf.Acquire(r.Context().Done()) {
+		f.Notice = "busy"
+		h.show(w, r, f)
+		return
+	}
+	res, err := h.recoverWith(f, func(md *tkey.Metadata) (sss.Share, error) { return md.PasswordShare(pw) })
+	h.lim.kdf.Release()
+	if err != nil {
+		f.Notice = "wrong_password"
+		if _, lock := h.lim.pwFails.Fail(user); lock > 0 {
+			f.Notice = "password_locked"
+		}
+		h.show(w, r, f)
+		return
+	}
+	h.lim.pwFails.Reset(user)
+	h.finish(w, r, f, res)
+}
+
 // postSocialCode signs the backup account in (email passwordless) and
 // uses its network key: its public key for setup, the key for recovery.
 func (h *Handler) postSocialCode(w http.ResponseWriter, r *http.Request, f *flow) {
-	ok, notice, end := f.Social.Code.check(f.ID, r.PostForm.Get("code"), h.cfg.Now(), h.cfg.Passwordless.maxAttempts())
-	if end {
-		h.failFlow(w, r, f, fail(CodeTooManyAttempts, errors.New("too many wrong codes")))
-		return
-	}
-	if !ok {
-		f.Notice = notice
-		h.show(w, r, f)
+	if !h.checkCode(w, r, f, &f.Social.Code) {
 		return
 	}
 	email := f.Social.Code.Email

@@ -90,7 +90,7 @@ func authCodeOptions(xo *authwire.ExtraLoginOptions) []oauth2.AuthCodeOption {
 	}
 	set("display", xo.Display)
 	set("prompt", xo.Prompt)
-	set("max_age", xo.MaxAge)
+	set("max_age", string(xo.MaxAge))
 	set("ui_locales", xo.UILocales)
 	set("id_token_hint", xo.IDTokenHint)
 	set("login_hint", xo.LoginHint)

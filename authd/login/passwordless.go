@@ -1,19 +1,23 @@
 package login
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"net/mail"
 	"strings"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/authd/idtoken"
 )
 
@@ -30,12 +34,19 @@ const (
 	DefaultMaxAttempts = 5
 )
 
-// Passwordless is the embedded email passwordless provider. It is for
-// development: the one-time code is written to the server log (at WARN,
-// marked DEV ONLY) instead of being mailed. Once the code is right, the
-// pages mint an id token for the email address, signed by a key made at
-// start; the key nodes check it against VerifierConfig's inline JWK set
-// like any custom JWT.
+// Mailer sends one-time codes by email.
+type Mailer interface {
+	// SendCode mails code to the address, in the login's language.
+	SendCode(ctx context.Context, to, code string, lang authwire.Language) error
+}
+
+// Passwordless is the embedded email passwordless provider: a 6-digit
+// code is mailed (Mailer), or in the dev-only mode written to the server
+// log (DevLogCodes). Once the code is right, the pages mint an id token
+// for the email address, signed by a key made at start; the key nodes
+// check it against VerifierConfig's inline JWK set like any custom JWT.
+// So the login server can obtain the network key of any email user: it
+// is trusted with every passwordless account (docs/auth-keys.md).
 type Passwordless struct {
 	// Issuer is the iss of the minted tokens.
 	Issuer string
@@ -44,6 +55,13 @@ type Passwordless struct {
 	// MaxAttempts is how many wrong codes end the login
 	// (DefaultMaxAttempts if zero).
 	MaxAttempts int
+	// Mailer sends the codes. Without one, codes are only written to the
+	// log, and only when DevLogCodes is set.
+	Mailer Mailer
+	// DevLogCodes writes codes to the log at WARN, marked DEV ONLY,
+	// instead of mailing them: whoever reads the log can sign in as
+	// anyone. Development only.
+	DevLogCodes bool
 
 	key *ecdsa.PrivateKey
 	kid string
@@ -72,6 +90,19 @@ func (p *Passwordless) maxAttempts() int {
 		return p.MaxAttempts
 	}
 	return DefaultMaxAttempts
+}
+
+// deliver sends a code to email: with the Mailer, or, in the dev-only
+// mode, by writing it to the log at WARN.
+func (p *Passwordless) deliver(ctx context.Context, log *slog.Logger, email, code string, lang authwire.Language, login string) error {
+	if p.Mailer != nil {
+		return p.Mailer.SendCode(ctx, email, code, lang)
+	}
+	if p.DevLogCodes {
+		log.Warn("DEV ONLY: passwordless code for "+email+": "+code, "devOnly", true, "login", login)
+		return nil
+	}
+	return errors.New("passwordless: no mailer and codes are not logged")
 }
 
 // JWKS is the public key set of the minted tokens.
@@ -125,21 +156,22 @@ func newCode(email, salt string, now time.Time, ttl time.Duration) (otp, string)
 
 func codeHash(salt, code string) [32]byte { return sha256.Sum256([]byte(salt + "|" + code)) }
 
-// checkCode compares a submitted code; it counts the attempt.
-func (o *otp) check(salt, code string, now time.Time, max int) (ok bool, notice string, end bool) {
+// check compares a submitted code. A wrong code counts as an attempt
+// (wrong); end says the login's attempts are used up.
+func (o *otp) check(salt, code string, now time.Time, max int) (ok bool, notice string, wrong, end bool) {
 	if o.Email == "" {
-		return false, "wrong_code", false
+		return false, "wrong_code", false, false
 	}
 	if now.After(o.Expires) {
-		return false, "code_expired", false
+		return false, "code_expired", false, false
 	}
-	o.Attempts++
 	h := codeHash(salt, strings.TrimSpace(code))
 	if subtle.ConstantTimeCompare(h[:], o.Hash[:]) == 1 {
-		return true, "", false
+		return true, "", false, false
 	}
+	o.Attempts++
 	if o.Attempts >= max {
-		return false, "", true
+		return false, "", true, true
 	}
-	return false, "wrong_code", false
+	return false, "wrong_code", true, false
 }

@@ -139,6 +139,8 @@ type view struct {
 	ErrorKey    string
 	BackURL     string
 	Index       *indexView
+	// DevCodes says codes are written to the log, not mailed (dev only).
+	DevCodes bool
 }
 
 // Lang is the page's language code.

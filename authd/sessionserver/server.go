@@ -6,7 +6,10 @@
 //
 // The server checks every write's signature against the key it is stored
 // under, so only the holder of the session key can write its record. It
-// cannot read the records: they are encrypted to the same key.
+// cannot read the records: they are encrypted to the same key. A logout
+// (a set with timeout 1) leaves a tombstone, so the captured request that
+// wrote the record cannot bring it back. Every client IP has limits of
+// writes and reads per window and of bytes stored (Limits).
 package sessionserver
 
 import (
@@ -14,14 +17,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/porticohq/portico/auth/eccrypto"
 	"github.com/porticohq/portico/auth/sessionapi"
+	"github.com/porticohq/portico/authd/limit"
 )
 
 // Config configures a Server. Store is required; the rest have defaults.
@@ -35,6 +38,66 @@ type Config struct {
 	// SweepInterval is how often RunSweeper deletes expired records;
 	// 0 means one minute.
 	SweepInterval time.Duration
+	// Limits bound what one client IP may do; zero fields take the
+	// defaults of DefaultLimits.
+	Limits Limits
+	// ClientIPHeader, if set, is the header a reverse proxy puts the
+	// client's address in (its last value is used); only set it behind
+	// such a proxy, or clients choose their own limit key.
+	ClientIPHeader string
+}
+
+// Limits bound what one client IP may do with the session server. A
+// negative field turns that limit off. The server's own writes (the
+// login pages', through Client) are not limited.
+type Limits struct {
+	// Window is the length of the windows Writes and Reads count in.
+	Window time.Duration
+	// Writes is how many set and update requests a client may send per
+	// Window.
+	Writes int
+	// Reads is how many get requests a client may send per Window.
+	Reads int
+	// StoredBytes bounds the size of the unexpired records a client wrote.
+	StoredBytes int64
+	// MaxClients bounds the client IPs the counters track in memory.
+	MaxClients int
+}
+
+// Defaults of Limits.
+const (
+	DefaultLimitWindow      = 10 * time.Minute
+	DefaultWritesPerClient  = 120
+	DefaultReadsPerClient   = 600
+	DefaultStoredPerClient  = 8 << 20
+	DefaultMaxLimitedClient = limit.DefaultMaxKeys
+)
+
+// DefaultLimits returns the documented defaults.
+func DefaultLimits() Limits {
+	return Limits{Window: DefaultLimitWindow, Writes: DefaultWritesPerClient, Reads: DefaultReadsPerClient,
+		StoredBytes: DefaultStoredPerClient, MaxClients: DefaultMaxLimitedClient}
+}
+
+// withDefaults fills the zero fields.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.Window <= 0 {
+		l.Window = d.Window
+	}
+	if l.Writes == 0 {
+		l.Writes = d.Writes
+	}
+	if l.Reads == 0 {
+		l.Reads = d.Reads
+	}
+	if l.StoredBytes == 0 {
+		l.StoredBytes = d.StoredBytes
+	}
+	if l.MaxClients <= 0 {
+		l.MaxClients = d.MaxClients
+	}
+	return l
 }
 
 // Server is the session server's HTTP side.
@@ -43,11 +106,16 @@ type Server struct {
 	log      *slog.Logger
 	now      func() time.Time
 	interval time.Duration
+	limits   Limits
+	ipHeader string
+	writes   *limit.Window
+	reads    *limit.Window
 }
 
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
-	s := &Server{store: cfg.Store, log: cfg.Logger, now: cfg.Now, interval: cfg.SweepInterval}
+	s := &Server{store: cfg.Store, log: cfg.Logger, now: cfg.Now, interval: cfg.SweepInterval,
+		limits: cfg.Limits.withDefaults(), ipHeader: cfg.ClientIPHeader}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -57,8 +125,13 @@ func New(cfg Config) *Server {
 	if s.interval <= 0 {
 		s.interval = time.Minute
 	}
+	s.writes = &limit.Window{Limit: s.limits.Writes, Per: s.limits.Window, MaxKeys: s.limits.MaxClients, Now: s.now}
+	s.reads = &limit.Window{Limit: s.limits.Reads, Per: s.limits.Window, MaxKeys: s.limits.MaxClients, Now: s.now}
 	return s
 }
+
+// Limits are the limits in force, defaults filled in.
+func (s *Server) Limits() Limits { return s.limits }
 
 // Register adds the session endpoints to mux under prefix (for example
 // "/" or "/session/"), so other handlers (the login pages) can share the
@@ -67,8 +140,13 @@ func (s *Server) Register(mux *http.ServeMux, prefix string) {
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	mux.Handle(prefix+sessionapi.SetPath, cors(http.HandlerFunc(s.set)))
-	mux.Handle(prefix+sessionapi.GetPath, cors(http.HandlerFunc(s.get)))
+	for path, h := range map[string]http.HandlerFunc{
+		sessionapi.SetPath: s.set, sessionapi.V2SetPath: s.set,
+		sessionapi.GetPath: s.get, sessionapi.V2GetPath: s.get,
+		sessionapi.UpdatePath: s.update, sessionapi.V2UpdatePath: s.update,
+	} {
+		mux.Handle(prefix+path, cors(h))
+	}
 }
 
 // Handler returns a handler serving only the session endpoints, at the root.
@@ -104,7 +182,7 @@ func cors(h http.Handler) http.Handler {
 		hd := w.Header()
 		hd.Set("Access-Control-Allow-Origin", "*")
 		if r.Method == http.MethodOptions {
-			hd.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+			hd.Set("Access-Control-Allow-Methods", "GET, POST, PUT, OPTIONS")
 			hd.Set("Access-Control-Allow-Headers", "Content-Type")
 			hd.Set("Access-Control-Max-Age", "86400")
 			w.WriteHeader(http.StatusNoContent)
@@ -125,6 +203,25 @@ func fail(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, sessionapi.ErrorResponse{Error: msg})
 }
 
+// client is the limit key of a request, and whether it is limited at all
+// (the server's own requests, through Client, are not).
+func (s *Server) client(r *http.Request) (string, bool) {
+	if r.Context().Value(inProcessKey{}) != nil {
+		return "", false
+	}
+	return limit.ClientIP(r, s.ipHeader), true
+}
+
+// tooMany answers 429 with Retry-After.
+func tooMany(w http.ResponseWriter, wait time.Duration, msg string) {
+	secs := int(wait.Seconds() + 0.999)
+	if secs < 1 {
+		secs = 1
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	fail(w, http.StatusTooManyRequests, msg)
+}
+
 // parseKey checks a record key: an uncompressed secp256k1 public key in
 // hex. It returns the lower-case form.
 func parseKey(k string) (string, error) {
@@ -136,111 +233,4 @@ func parseKey(k string) (string, error) {
 		return "", errors.New("key: not hex")
 	}
 	return k, nil
-}
-
-func (s *Server) set(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST, OPTIONS")
-		fail(w, http.StatusMethodNotAllowed, "use POST")
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, sessionapi.MaxBodyBytes)
-	var req sessionapi.SetRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body: larger than %d bytes", mbe.Limit))
-			return
-		}
-		fail(w, http.StatusBadRequest, "body: not a JSON object with key, data, signature, timeout: "+err.Error())
-		return
-	}
-	status, err := s.checkSet(&req)
-	if err != nil {
-		fail(w, status, err.Error())
-		return
-	}
-	now := s.now()
-	rec := Record{Key: req.Key, Namespace: req.Namespace, Data: req.Data, ExpiresAt: now.Add(time.Duration(req.Timeout) * time.Second)}
-	if err := s.store.Put(r.Context(), rec, now); err != nil {
-		s.log.Error("session store", "op", "set", "err", err)
-		fail(w, http.StatusInternalServerError, "internal error")
-		return
-	}
-	writeJSON(w, http.StatusOK, sessionapi.SetResponse{Message: "success"})
-}
-
-// checkSet validates and normalises a set request, returning the HTTP
-// status to answer with when it is bad.
-func (s *Server) checkSet(req *sessionapi.SetRequest) (int, error) {
-	key, err := parseKey(req.Key)
-	if err != nil {
-		return http.StatusBadRequest, err
-	}
-	req.Key = key
-	pub, err := eccrypto.ParsePublicKeyHex(key)
-	if err != nil {
-		return http.StatusBadRequest, errors.New("key: not a point on secp256k1")
-	}
-	switch {
-	case req.Data == "":
-		return http.StatusBadRequest, errors.New("data: is required")
-	case len(req.Data) > sessionapi.MaxDataBytes:
-		return http.StatusRequestEntityTooLarge, fmt.Errorf("data: larger than %d bytes", sessionapi.MaxDataBytes)
-	}
-	if _, err := eccrypto.ParseEncrypted(req.Data); err != nil {
-		return http.StatusBadRequest, fmt.Errorf("data: not an encrypted message (iv, ephemPublicKey, ciphertext, mac): %v", err)
-	}
-	if req.Signature == "" {
-		return http.StatusBadRequest, errors.New("signature: is required")
-	}
-	var sig eccrypto.Signature
-	if err := json.Unmarshal([]byte(req.Signature), &sig); err != nil {
-		return http.StatusBadRequest, errors.New(`signature: not a JSON string {"r","s"}`)
-	}
-	if !eccrypto.Verify(pub, []byte(req.Data), sig) {
-		return http.StatusBadRequest, errors.New("signature: does not verify against key")
-	}
-	switch {
-	case req.Timeout == 0:
-		req.Timeout = sessionapi.DefaultTimeout
-	case req.Timeout < 0:
-		return http.StatusBadRequest, errors.New("timeout: must be a positive number of seconds")
-	case req.Timeout > sessionapi.MaxTimeout:
-		return http.StatusBadRequest, fmt.Errorf("timeout: %d seconds is more than the maximum of %d (7 days)", req.Timeout, sessionapi.MaxTimeout)
-	}
-	if len(req.Namespace) > 128 {
-		return http.StatusBadRequest, errors.New("namespace: longer than 128 characters")
-	}
-	return 0, nil
-}
-
-func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, OPTIONS")
-		fail(w, http.StatusMethodNotAllowed, "use GET")
-		return
-	}
-	q := r.URL.Query()
-	key, err := parseKey(q.Get("key"))
-	if err != nil {
-		fail(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	ns := q.Get("namespace")
-	if len(ns) > 128 {
-		fail(w, http.StatusBadRequest, "namespace: longer than 128 characters")
-		return
-	}
-	data, err := s.store.Get(r.Context(), key, ns, s.now())
-	if errors.Is(err, ErrNotFound) {
-		fail(w, http.StatusNotFound, "no session for key (or it expired)")
-		return
-	}
-	if err != nil {
-		s.log.Error("session store", "op", "get", "err", err)
-		fail(w, http.StatusInternalServerError, "internal error")
-		return
-	}
-	writeJSON(w, http.StatusOK, sessionapi.GetResponse{Message: data})
 }

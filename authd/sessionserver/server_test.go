@@ -74,10 +74,6 @@ func TestClientServer(t *testing.T) {
 				}
 				must(t, cl.Set(ctx, key, payload, 60))
 				must(t, cl.Invalidate(ctx, key))
-				if got, err := cl.Get(ctx, key); err != nil || len(got) != 0 {
-					t.Fatalf("invalidated record within its second: %q %v", got, err)
-				}
-				clk.add(time.Second)
 				if _, err := cl.Get(ctx, key); !errors.Is(err, sessionapi.ErrNotFound) {
 					t.Fatalf("invalidated: %v", err)
 				}
@@ -112,7 +108,7 @@ func TestSetRejects(t *testing.T) {
 		{"no data", func(r *sessionapi.SetRequest) { r.Data = "" }, 400, "data:"},
 		{"data not ecies", func(r *sessionapi.SetRequest) { r.Data = `{"x":1}` }, 400, "data:"},
 		{"no signature", func(r *sessionapi.SetRequest) { r.Signature = "" }, 400, "signature:"},
-		{"signature not json", func(r *sessionapi.SetRequest) { r.Signature = "abc" }, 400, "signature:"},
+		{"signature neither json nor der", func(r *sessionapi.SetRequest) { r.Signature = "abc" }, 400, "signature:"},
 		{"signature by another key", func(r *sessionapi.SetRequest) { r.Signature = eccrypto.Sign(other, []byte(r.Data)).String() }, 400, "signature: does not verify against key"},
 		{"signature over other data", func(r *sessionapi.SetRequest) { r.Signature = eccrypto.Sign(key, []byte("x")).String() }, 400, "signature: does not verify"},
 		{"data too large", func(r *sessionapi.SetRequest) { r.Data = strings.Repeat("a", sessionapi.MaxDataBytes+1) }, 413, "data:"},

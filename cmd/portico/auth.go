@@ -18,6 +18,7 @@ import (
 	"github.com/porticohq/portico/auth"
 	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/authd"
+	"github.com/porticohq/portico/authd/clients"
 )
 
 // AuthCmd groups the auth system's commands.
@@ -25,6 +26,7 @@ type AuthCmd struct {
 	Serve   AuthServeCmd   `cmd:"" help:"Run the auth server the auth SDK logs in against: login pages, session server and an embedded key network."`
 	Migrate AuthMigrateCmd `cmd:"" help:"Migrate a v6 auth SDK init config (JSON) to v7: the v7 JSON on stdout, one line per change on stderr."`
 	Node    AuthNodeCmd    `cmd:"" help:"Run one node of the key network as its own process, or set up a network of them (init, key, validate)."`
+	Clients AuthClientsCmd `cmd:"" help:"Manage the client registry: the client ids that may log users in and their redirect URLs."`
 }
 
 // AuthServeCmd runs the auth server until interrupted.
@@ -35,6 +37,11 @@ type AuthServeCmd struct {
 	PublicURL   string   `help:"Public base URL of the login pages (the SDK's sdkUrl for buildEnv production); default http://<listen address>." env:"PORTICO_AUTH_PUBLIC_URL"`
 	LoginConfig string   `help:"JSON file with the login providers (oidc, verifiers, passwordless, baseUrls); see docs/auth.md." type:"existingfile" env:"PORTICO_AUTH_CONFIG"`
 	Networks    []string `help:"Key networks to run embedded (5 nodes each, threshold 3); default all." env:"PORTICO_AUTH_NETWORKS"`
+	NodeKeyDir  string   `help:"Directory of the embedded key nodes' key files (each seals its node's shares at rest); default <data-dir>.node-keys beside the data dir, required with --postgres and no --data-dir." type:"path" env:"PORTICO_AUTH_NODE_KEY_DIR"`
+	DevLogCodes bool     `help:"DEVELOPMENT ONLY: write email passwordless codes to the log instead of mailing them (without smtp in --login-config)." env:"PORTICO_AUTH_DEV_LOG_CODES"`
+	// DevAnyClient is the development mode without a client registry.
+	DevAnyClient   bool   `help:"DEVELOPMENT ONLY: accept every client id with any redirect URL (any page can then phish another app's keys)." env:"PORTICO_AUTH_DEV_ANY_CLIENT"`
+	ClientIPHeader string `help:"Header a reverse proxy puts the client's address in (e.g. X-Forwarded-For); the per-client limits key on it. Only behind such a proxy." env:"PORTICO_AUTH_CLIENT_IP_HEADER"`
 }
 
 // Run serves until ctx ends, then shuts down gracefully.
@@ -44,15 +51,19 @@ func (c *AuthServeCmd) Run(ctx context.Context, s *Streams) error {
 		return err
 	}
 	a, err := listenAuth(ctx, c.Listen, authd.Config{DataDir: c.DataDir, Postgres: c.Postgres, PublicURL: c.PublicURL,
-		Login: login, Networks: c.Networks}, slog.New(slog.NewTextHandler(s.Err, nil)))
+		Login: login, Networks: c.Networks, DevAnyClient: c.DevAnyClient, DevLogCodes: c.DevLogCodes, ClientIPHeader: c.ClientIPHeader, NodeKeyDir: c.NodeKeyDir}, slog.New(slog.NewTextHandler(s.Err, nil)))
 	if err != nil {
 		return err
+	}
+	if c.DevAnyClient {
+		fmt.Fprintln(s.Out, "portico auth: DEVELOPMENT MODE (--dev-any-client): every client id is accepted with any redirect URL; never use it where real users log in")
 	}
 	base := a.Server.BaseURLs()
 	fmt.Fprintf(s.Out, "portico auth: serving the session server on %s/\n", a.URL)
 	fmt.Fprintf(s.Out, "portico auth: login pages at %s/start (sdkUrl %s; staging %s, testing %s)\n", base[authwire.Production],
 		base[authwire.Production], base[authwire.Staging], base[authwire.Testing])
 	fmt.Fprintf(s.Out, "portico auth: key networks %s (embedded, 5 nodes, threshold 3)\n", strings.Join(a.Server.Networks(), ", "))
+	fmt.Fprintln(s.Out, "portico auth: the embedded key network is a DEVELOPMENT SETUP: all nodes on one host, one trust domain (docs/auth-keys.md shows nodes on separate hosts)")
 	select {
 	case err := <-a.served:
 		a.Close()
@@ -136,12 +147,24 @@ func startServeAuth(ctx context.Context, listen, gatewayListen, dataDir string, 
 	if dataDir != "" {
 		dataDir = filepath.Join(dataDir, "auth")
 	}
-	a, err := listenAuth(ctx, listen, authd.Config{DataDir: dataDir}, log.With("component", "auth"))
+	a, err := listenAuth(ctx, listen, authd.Config{DataDir: dataDir, Clients: []clients.Client{DevClient()}, DevLogCodes: true}, log.With("component", "auth"))
 	if err != nil {
 		return nil, fmt.Errorf("auth server: %w", err)
 	}
 	fmt.Fprintf(s.Out, "auth: %s/ (login pages, session server)\n", a.URL)
+	fmt.Fprintf(s.Out, "auth: dev client id %s (redirects to loopback callbacks http://127.0.0.1:*/callback/…); register others with portico auth clients add\n", DevClientID)
 	return a, nil
+}
+
+// DevClientID is the client id `portico serve` registers for the SDK's
+// logins from this machine.
+const DevClientID = "portico-dev"
+
+// DevClient is `portico serve`'s development client: the SDK's loopback
+// callbacks (RFC 8252: any port) on this machine, nothing else.
+func DevClient() clients.Client {
+	return clients.Client{ID: DevClientID, Name: "portico serve development client",
+		RedirectURLs: []string{"http://127.0.0.1/callback/", "http://[::1]/callback/", "http://localhost/callback/"}}
 }
 
 // AuthMigrateCmd migrates a v6 init config to v7.

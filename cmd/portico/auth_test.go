@@ -66,7 +66,7 @@ func TestAuthServeLogin(t *testing.T) {
 	dataDir := t.TempDir()
 	backends := map[string]func() []string{
 		"sqlite":   func() []string { return []string{"--data-dir", dataDir} },
-		"postgres": func() []string { return []string{"--postgres", testsvc.Postgres(t)} },
+		"postgres": func() []string { return []string{"--postgres", testsvc.Postgres(t), "--node-key-dir", t.TempDir()} },
 	}
 	for name, args := range backends {
 		t.Run(name, func(t *testing.T) {

@@ -152,7 +152,8 @@ func TestAuthServePagesLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	dataDir := t.TempDir()
-	args := []string{"--data-dir", dataDir, "--login-config", cfgFile, "--networks", "sapphire_devnet"}
+	runOK(t, "auth", "clients", "add", "cG9ydGljbw", "--redirect-url", "http://127.0.0.1/cb", "--data-dir", dataDir)
+	args := []string{"--data-dir", dataDir, "--login-config", cfgFile, "--networks", "sapphire_devnet", "--dev-log-codes"}
 	base, logs := authServeLogged(t, args...)
 	newSDK := func(base string) *auth.SDK {
 		sdk, err := auth.New(context.Background(), auth.InitParams{ClientID: "cG9ydGljbw", Network: auth.SapphireDevnet, SDKURL: base},
@@ -199,8 +200,13 @@ func TestServeStartsAuth(t *testing.T) {
 		re := regexp.MustCompile(`(?m)^auth: (http://\S+)/ \(login pages, session server\)$`)
 		deadline := time.Now().Add(60 * time.Second)
 		var m []string
-		for time.Now().Before(deadline) && m == nil && !strings.Contains(stdout.String(), "ws://") {
+		// With auth, wait for its lines (it starts beside the gateway);
+		// without, wait for the gateway to be up and look once more.
+		for time.Now().Before(deadline) && m == nil && (!noAuth || !strings.Contains(stdout.String(), "ws://")) {
 			m = re.FindStringSubmatch(stdout.String())
+			time.Sleep(20 * time.Millisecond)
+		}
+		for time.Now().Before(deadline) && !noAuth && !strings.Contains(stdout.String(), "auth: dev client id") {
 			time.Sleep(20 * time.Millisecond)
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -212,6 +218,10 @@ func TestServeStartsAuth(t *testing.T) {
 		} else {
 			if m == nil {
 				t.Fatalf("no auth line:\n%s\n%s", stdout, stderr)
+			}
+			// It registers the dev client it prints.
+			if !strings.Contains(stdout.String(), "auth: dev client id portico-dev") {
+				t.Errorf("no dev client line:\n%s", stdout)
 			}
 			// The auth server logs through the gateway's logger.
 			if !strings.Contains(stderr.String(), `msg="no data dir or PostgreSQL: sessions are kept in memory and lost on exit" component=auth`) {

@@ -1,12 +1,12 @@
-// Package authtest is a fake of the login pages for the SDK's unit tests
-// and for fault injection: it reads a login's payload from the session
-// server, "logs the user in" with keys derived from a test core kit key (no
-// identity provider, no key network), writes the session record and
-// redirects to the app's callback URL, as a browser running the pages
-// would. It can also answer with an error or with the v8 "#b64Params="
-// callback form, which the real pages (authd/login) never send.
-//
-// Tests that need the real pages run authd/login, or `portico auth serve`.
+// Package authtest holds test helpers for the auth SDK and server: Browser,
+// a scriptless browser that drives the real login pages (authd/login);
+// StartSMTP, a real SMTP server on 127.0.0.1 that keeps what it receives;
+// and Pages, a fake of the login pages kept only for fault injection: it
+// reads a login's payload from the session server, "logs the user in" with
+// keys derived from a test core kit key (no identity provider, no key
+// network), writes the session record and redirects to the app, or answers
+// with an error or with the v8 "#b64Params=" callback form, which the real
+// pages never send.
 package authtest
 
 import (
@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -162,28 +161,5 @@ func (p *Pages) Open(loginURL string) error {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return p.follow(ctx, hc, cb)
-}
-
-// follow plays the browser on the callback page.
-func (p *Pages) follow(ctx context.Context, hc *http.Client, callback string) error {
-	page, _, _ := strings.Cut(callback, "#")
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, page, nil)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "location.href") {
-		return fmt.Errorf("authtest: callback page: %s", resp.Status)
-	}
-	req, _ = http.NewRequestWithContext(ctx, http.MethodPost, page, strings.NewReader(callback))
-	req.Header.Set("Content-Type", "text/plain")
-	resp, err = hc.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	return nil
+	return FollowCallback(ctx, hc, cb)
 }
