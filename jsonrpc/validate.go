@@ -42,6 +42,11 @@ func validJSON(b []byte) bool { return validate(b, maxDepth) }
 // sit inside an envelope has one level fewer to use. Deeper input is
 // refused, never looked at recursively: the stack is a bit set of fixed
 // size in this frame (one bit a level: object or array).
+//
+// The loop reads a value, then what follows it (closing brackets, a
+// comma), then, inside an object, a name and its colon; strings are
+// scanned inline while they are plain ASCII, and by scanString from the
+// first byte that needs a closer look.
 func validate(b []byte, limit int) bool {
 	var objects [(maxDepth + 63) / 64]uint64
 	limit = min(limit, maxDepth)
@@ -58,7 +63,9 @@ func validate(b []byte, limit int) bool {
 		}
 		switch b[i] {
 		case '"':
-			if i = scanString(b, i+1); i < 0 {
+			if i = plainRun(b, i+1); i < len(b) && b[i] == '"' {
+				i++
+			} else if i = scanString(b, i); i < 0 {
 				return false
 			}
 		case '{':
@@ -68,17 +75,13 @@ func validate(b []byte, limit int) bool {
 			objects[depth>>6] |= 1 << (depth & 63)
 			depth++
 			inObject = true
-			i = skipSpace(b, i+1)
-			if i < len(b) && b[i] == '}' {
+			if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
 				i++
 				depth--
 				inObject = depth > 0 && objects[(depth-1)>>6]&(1<<((depth-1)&63)) != 0
 				break
 			}
-			if i = scanName(b, i); i < 0 {
-				return false
-			}
-			continue
+			goto name
 		case '[':
 			if depth >= limit {
 				return false
@@ -86,8 +89,7 @@ func validate(b []byte, limit int) bool {
 			objects[depth>>6] &^= 1 << (depth & 63)
 			depth++
 			inObject = false
-			i = skipSpace(b, i+1)
-			if i < len(b) && b[i] == ']' {
+			if i = skipSpace(b, i+1); i < len(b) && b[i] == ']' {
 				i++
 				depth--
 				inObject = depth > 0 && objects[(depth-1)>>6]&(1<<((depth-1)&63)) != 0
@@ -115,7 +117,7 @@ func validate(b []byte, limit int) bool {
 			}
 		}
 		// A value has ended at b[i]: what follows closes containers, or
-		// is a comma and (in an object) the next name.
+		// is a comma before the next value or (in an object) name.
 		for {
 			if i < len(b) && b[i] <= ' ' {
 				i = skipSpace(b, i)
@@ -127,23 +129,41 @@ func validate(b []byte, limit int) bool {
 				return false
 			}
 			c := b[i]
+			i++
 			if c == ',' {
-				i++
 				if inObject {
-					if i = scanName(b, skipSpace(b, i)); i < 0 {
-						return false
+					if i < len(b) && b[i] <= ' ' {
+						i = skipSpace(b, i)
 					}
+					goto name
 				}
 				break
 			}
 			if (c == '}' && inObject) || (c == ']' && !inObject) {
-				i++
 				depth--
 				inObject = depth > 0 && objects[(depth-1)>>6]&(1<<((depth-1)&63)) != 0
 				continue
 			}
 			return false
 		}
+		continue
+	name:
+		// An object member's name starts at b[i], then its colon.
+		if i >= len(b) || b[i] != '"' {
+			return false
+		}
+		if i = plainRun(b, i+1); i < len(b) && b[i] == '"' {
+			i++
+		} else if i = scanString(b, i); i < 0 {
+			return false
+		}
+		if i < len(b) && b[i] <= ' ' {
+			i = skipSpace(b, i)
+		}
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i++
 	}
 }
 
@@ -161,32 +181,13 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// scanName checks an object member's name and its colon, starting at
-// b[i], and returns the index after the colon, or -1.
-func scanName(b []byte, i int) int {
-	if i >= len(b) || b[i] != '"' {
-		return -1
-	}
-	if i = scanString(b, i+1); i < 0 {
-		return -1
-	}
-	if i < len(b) && b[i] <= ' ' {
-		i = skipSpace(b, i)
-	}
-	if i >= len(b) || b[i] != ':' {
-		return -1
-	}
-	return i + 1
-}
-
-// Word-at-a-time constants: every byte 0x01, every byte 0x80, and the
-// bytes a string scan must stop at, repeated.
+// Word-at-a-time constants: every byte 0x01, 0x80, 0x02, 0x21 and '\\'.
 const (
 	ones    = 0x0101010101010101
 	highs   = 0x8080808080808080
-	quotes  = ones * '"'
+	twos    = ones * 0x02
+	bangs   = ones * 0x21
 	slashes = ones * '\\'
-	spaces  = ones * ' '
 )
 
 // stopBytes returns a word whose lowest set high bit marks the first of
@@ -194,27 +195,44 @@ const (
 // '"', '\\', a byte below 0x20 or a byte from 0x80. Bits above the first
 // may be set falsely (a borrow carries upwards), never below it: a borrow
 // starts only at a byte that is itself a stop byte.
+//
+// w^twos turns the bytes 0x00-0x1f into 0x00-0x1f again and '"' (0x22)
+// into 0x20, and no other byte below 0x80 into anything below 0x21, so
+// subtracting 0x21 sets the high bit of exactly those (and of bytes from
+// 0x80, which w's own high bit marks anyway). (w^slashes)-ones does the
+// same for '\\' alone. Seven operations a word.
 func stopBytes(w uint64) uint64 {
-	// x-ones sets a byte's high bit when the byte of x is 0 (or carries a
-	// borrow) and when it is 0x81 or more; the latter happens only where
-	// w has its high bit set, which is a stop byte anyway. The same goes
-	// for w-spaces, whose high bit is set for bytes below 0x20.
-	return (((w ^ quotes) - ones) | ((w ^ slashes) - ones) | (w - spaces) | w) & highs
+	return (((w ^ twos) - bangs) | ((w ^ slashes) - ones) | w) & highs
 }
 
-// scanString checks a string whose opening quote is just before b[i] and
-// returns the index after its closing quote, or -1.
+// plainRun returns the index of the first byte at or after i, inside a
+// string, that a scan must stop at (see stopBytes), or of the first of
+// the last fifteen bytes of b. It reads sixteen bytes a round, and nearly
+// all of a hex, base58 or base64 string goes by here. (Measured on the
+// benchmark blocks: eight bytes a round, inlined, or thirty-two, or
+// finding the stop byte without a branch, were all slower.)
+func plainRun(b []byte, i int) int {
+	for len(b)-i >= 16 {
+		w := (*[16]byte)(b[i : i+16])
+		m1 := stopBytes(binary.LittleEndian.Uint64(w[:8]))
+		m2 := stopBytes(binary.LittleEndian.Uint64(w[8:]))
+		if m1|m2 != 0 {
+			if m1 != 0 {
+				return i + bits.TrailingZeros64(m1)>>3
+			}
+			return i + 8 + bits.TrailingZeros64(m2)>>3
+		}
+		i += 16
+	}
+	return i
+}
+
+// scanString checks the rest of a string from b[i], which is inside it
+// and not inside an escape or a UTF-8 sequence, and returns the index
+// after its closing quote, or -1.
 func scanString(b []byte, i int) int {
 	for {
-		// Eight bytes at a time while there are eight: the common string,
-		// hex or base58 or base64, needs only this loop.
-		for len(b)-i >= 8 {
-			if m := stopBytes(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
-		}
+		i = plainRun(b, i)
 		for i < len(b) && plain[b[i]] {
 			i++
 		}
