@@ -27,6 +27,16 @@ import (
 //   - duplicate names in an object are not checked (the full decoder runs
 //     with jsontext.AllowDuplicateNames for results too);
 //   - at most maxDepth arrays and objects open at once.
+//
+// It validates only; the caller copies the result afterwards (the
+// upstream client appends it to its caller's buffer). Validating while
+// copying, in one pass, was measured and lost: a variant that appended
+// each 4 KB to the destination as soon as it was validated, while still
+// in L1, ran at 2.82 GB/s on the Solana block and 3.93 GB/s on the EVM
+// block, against 2.95 and 3.99 GB/s for validating and then copying
+// (best of 60 runs each). The copy of bytes validation has just read
+// costs about a thirtieth of the validation, and the check it adds to
+// the loop costs more than that.
 
 // maxDepth is the deepest nesting the validator's stack holds. It is
 // jsontext's own limit (maxNestingDepth in jsontext/state.go): a value

@@ -51,6 +51,11 @@ var validateCases = []validateCase{
 	{"tab newline everywhere", "{\n\t\"a\"\r\n:\t[\n1\r,\t2\n]\n}", true},
 	{"space inside literal", `tr ue`, false},
 	{"space inside number", `1 0`, false},
+	{"space after minus", `- 1`, false},
+	{"space inside escape", `"\u 041"`, false},
+	{"space before colon and comma", `{"a" : 1 , "b" : 2}`, true},
+	{"space inside string", `" a\tb "`, true},
+	{"raw tab inside string", "\"a\tb\"", false},
 
 	// Numbers.
 	{"zero", `0`, true},
@@ -64,6 +69,11 @@ var validateCases = []validateCase{
 	{"frac exp", `-1.25e-10`, true},
 	{"huge exponent", `1e999999999999999999999`, true},
 	{"huge int", strings.Repeat("9", 400), true},
+	{"zero everything", `-0.0e-0`, true},
+	{"exponent leading zeros", `1E05`, true},
+	{"two exponent signs", `1e+-5`, false},
+	{"two dots", `1.2.3`, false},
+	{"fraction then exp empty", `1.5e`, false},
 	{"leading zero", `01`, false},
 	{"minus leading zero", `-01`, false},
 	{"zero zero", `00`, false},
