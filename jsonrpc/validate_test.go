@@ -298,6 +298,26 @@ func TestValidateFixtures(t *testing.T) {
 	}
 }
 
+// TestValidateAllocs checks that neither the validator nor the fast path
+// of DecodeResponse allocates, on the benchmark blocks.
+func TestValidateAllocs(t *testing.T) {
+	for _, path := range []string{"../testdata/fixtures/solana/solders_get_block_json_encoding.json", "testdata/evm_block_full_txs.json"} {
+		body, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := splitResult(body); !ok {
+			t.Fatalf("%s: the fast path refused it", path)
+		}
+		if n := testing.AllocsPerRun(10, func() { validJSON(body) }); n != 0 {
+			t.Errorf("%s: validJSON allocates %v times", path, n)
+		}
+		if n := testing.AllocsPerRun(10, func() { DecodeResponse(body) }); n != 0 {
+			t.Errorf("%s: DecodeResponse allocates %v times", path, n)
+		}
+	}
+}
+
 func fixtureFiles(t testing.TB) []string {
 	var paths []string
 	for _, dir := range []string{"../testdata/fixtures/solana", "../testdata/fixtures/starknet", "../testdata/fixtures/evm", "testdata"} {
