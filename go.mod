@@ -27,7 +27,6 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/valyala/fasthttp v1.77.0
-	github.com/valyala/fastjson v1.6.10
 	github.com/wneessen/go-mail v0.7.2
 	github.com/zalando/go-keyring v0.2.6
 	go.uber.org/goleak v1.3.0

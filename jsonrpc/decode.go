@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/valyala/fastjson"
 )
 
 // Call is one entry of a decoded request body: either a well-formed request,
@@ -197,19 +195,15 @@ var (
 	memberID          = []byte(`,"id":`)
 )
 
-// maxFastNesting bounds the opening brackets a result may hold for the
-// fast path. fastjson's validator recurses without a depth limit; with at
-// most this many brackets the nesting, and so its stack, stays small.
-// Larger results take the streaming decoder, which has its own limit.
-const maxFastNesting = 20000
-
 // splitResult is the fast path of DecodeResponse for a success response
 // in the compact layout nodes write, which is nearly all traffic. It finds
-// the result by the envelope's fixed bytes and checks that it is exactly
-// one valid JSON value, with fastjson's validator (about three times the
-// speed of a full decode on large results); anything else, errors
-// included, goes to the full decoder. Because the result is one complete
-// value, the envelope around it is well formed: no member can hide in it.
+// the result by the envelope's fixed bytes, trims the whitespace around
+// it as the full decoder does, and checks that what is left is exactly
+// one valid JSON value by the full decoder's rules (validate, at about
+// twice the speed of jsontext); anything else, errors included, goes to
+// the full decoder, which then refuses it or reads it. Because the result
+// is one complete value, the envelope around it is well formed: no member
+// can hide in it.
 func splitResult(body []byte) (Response, bool) {
 	end := len(body)
 	for end > 0 && isSpace(body[end-1]) {
@@ -238,41 +232,59 @@ func splitResult(body []byte) (Response, bool) {
 	default:
 		return Response{}, false
 	}
-	if len(result) == 0 || bytes.Count(result, []byte{'['})+bytes.Count(result, []byte{'{'}) > maxFastNesting {
-		return Response{}, false
-	}
-	// fastjson leaves UTF-8 alone; the full decoder does not.
-	if !utf8.Valid(result) || fastjson.ValidateBytes(result) != nil {
+	result = trimSpace(result)
+	// The result sits one level down in the envelope: the full decoder
+	// lets it nest one level less deep than a value on its own.
+	if !validate(result, maxDepth-1) {
 		return Response{}, false
 	}
 	r.Result = result
 	return r, true
 }
 
-// plainID reports whether b is an id as a node echoes ours: a number, or
-// a string without escapes.
+// plainID reports whether b is an id as a node echoes ours: an integer,
+// or a string of printable ASCII without escapes. Both are valid JSON as
+// they stand, so the full decoder would read the same bytes.
 func plainID(b []byte) bool {
 	if len(b) == 0 || len(b) > 80 {
 		return false
 	}
 	if b[0] == '"' {
-		return len(b) >= 2 && b[len(b)-1] == '"' && bytes.IndexAny(b[1:len(b)-1], "\\\"") < 0 && !hasControl(b)
+		if len(b) < 2 || b[len(b)-1] != '"' {
+			return false
+		}
+		for _, c := range b[1 : len(b)-1] {
+			if c < ' ' || c > '~' || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
 	}
-	for _, c := range b {
-		if (c < '0' || c > '9') && c != '-' {
+	digits := b
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || (digits[0] == '0' && len(digits) > 1) {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
 			return false
 		}
 	}
 	return true
 }
 
-func hasControl(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 {
-			return true
-		}
+// trimSpace trims JSON whitespace, which bytes.TrimSpace would not match
+// exactly (it trims \v, \f and more).
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
 	}
-	return false
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -180,7 +180,23 @@ func TestDecodeResponseFastPath(t *testing.T) {
 		{"control char", "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\x01\"}", false, false},
 		{"empty result", `{"jsonrpc":"2.0","id":1,"result":}`, false, false},
 		{"escaped id", `{"jsonrpc":"2.0","id":"a\"b","result":1}`, false, true},
-		{"deep", `{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat("[", maxFastNesting+1) + strings.Repeat("]", maxFastNesting+1) + `}`, false, false},
+		{"space before result", `{"jsonrpc":"2.0","id":1,"result": 5}`, true, true},
+		{"space around result, result first", "{\"jsonrpc\":\"2.0\",\"result\":\t[0,\"0\"] \r\n,\"id\":0}", true, true},
+		{"only space for a result", `{"jsonrpc":"2.0","id":1,"result": }`, false, false},
+		{"surrogate pair", `{"jsonrpc":"2.0","id":1,"result":"\ud83d\ude00"}`, true, true},
+		{"lone high surrogate", `{"jsonrpc":"2.0","id":1,"result":"\ud800"}`, false, false},
+		{"lone low surrogate", `{"jsonrpc":"2.0","result":["\udc00"],"id":1}`, false, false},
+		{"surrogate in UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\xed\xa0\x80\"}", false, false},
+		{"overlong UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\xc0\xaf\"}", false, false},
+		{"duplicate names in result", `{"jsonrpc":"2.0","id":1,"result":{"a":1,"a":2}}`, true, true},
+		{"leading zero in result", `{"jsonrpc":"2.0","id":1,"result":01}`, false, false},
+		{"minus as id", `{"jsonrpc":"2.0","id":-,"result":1}`, false, false},
+		{"leading zero id", `{"jsonrpc":"2.0","result":1,"id":01}`, false, false},
+		{"negative id", `{"jsonrpc":"2.0","id":-7,"result":1}`, true, true},
+		{"non-ASCII string id", `{"jsonrpc":"2.0","id":"é","result":1}`, false, true},
+		{"bad UTF-8 in string id", "{\"jsonrpc\":\"2.0\",\"id\":\"\xff\",\"result\":1}", false, false},
+		{"deepest result", `{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat("[", maxDepth-1) + strings.Repeat("]", maxDepth-1) + `}`, true, true},
+		{"too deep", `{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -207,15 +223,21 @@ func FuzzDecodeResponse(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"a":1}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","result":[1,"x"],"id":1}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","result":{"a":"\ud83d\ude00","b":[1e5,-0,true,null]}}`))
+	// The two bugs fuzzing found in the fast path when it used fastjson
+	// (testdata/fuzz holds the input that found the first).
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result": 5}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":"\ud800"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := DecodeResponse(body)
-		if err == nil && r.Result != nil && !r.Result.IsValid() {
+		// Names may repeat in a result: the full decoder allows it too.
+		if err == nil && r.Result != nil && !r.Result.IsValid(jsontext.AllowDuplicateNames(true)) {
 			t.Fatalf("accepted invalid result %q", r.Result)
 		}
 		if fr, ok := splitResult(body); ok {
 			full, err := decodeResponse(body)
-			if err != nil || string(full.Result) != string(fr.Result) {
-				t.Fatalf("fast path accepted %q as %q; full decoder: %q, %v", body, fr.Result, full.Result, err)
+			if err != nil || string(full.Result) != string(fr.Result) || string(full.ID) != string(fr.ID) {
+				t.Fatalf("fast path accepted %q as %q (id %q); full decoder: %q (id %q), %v", body, fr.Result, fr.ID, full.Result, full.ID, err)
 			}
 		}
 	})
