@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/porticohq/portico/jsonrpc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -87,8 +88,10 @@ func (s *RedisShared) Get(ctx context.Context, key string) ([]byte, bool) {
 		return nil, false
 	}
 	v, err := s.dec.DecodeAll(b, nil)
-	if err != nil {
-		s.log.Warn("shared cache entry does not decompress", "err", err)
+	if err != nil || !jsonrpc.Valid(v) {
+		// Whoever can write to Redis must not be able to send clients
+		// invalid JSON: an entry is checked as a node's answer is.
+		s.log.Warn("shared cache entry is not a JSON value: ignored", "err", err)
 		return nil, false
 	}
 	return v, true

@@ -89,3 +89,22 @@ func waitFor(t *testing.T, ok func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestSharedCacheEntryChecked: an entry someone else wrote to Redis that
+// is not a JSON value is a miss, never an answer.
+func TestSharedCacheEntryChecked(t *testing.T) {
+	url, prefix := testsvc.Redis(t)
+	opts, _ := redis.ParseURL(url)
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	shared, err := gateway.NewRedisShared(rdb, gateway.RedisSharedConfig{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared.Set(context.Background(), "k", []byte(`{"a":1}`))
+	waitFor(t, func() bool { _, ok := shared.Get(context.Background(), "k"); return ok })
+	// A forged entry: a valid zstd frame of invalid JSON.
+	forged, _ := gateway.NewRedisShared(rdb, gateway.RedisSharedConfig{Prefix: prefix})
+	forged.Set(context.Background(), "k", []byte(`{"a":`))
+	waitFor(t, func() bool { _, ok := shared.Get(context.Background(), "k"); return !ok })
+}

@@ -48,6 +48,11 @@ const maxDepth = 10000
 // for values nested at most maxDepth deep.
 func validJSON(b []byte) bool { return validate(b, maxDepth) }
 
+// Valid reports whether b is exactly one JSON value as the gateway
+// accepts a node's result (see validJSON): for bytes that come back from
+// somewhere other than a node, such as a shared cache.
+func Valid(b []byte) bool { return validJSON(b) }
+
 // validate is validJSON with a lower limit on nesting: a value that will
 // sit inside an envelope has one level fewer to use. Deeper input is
 // refused, never looked at recursively: the stack is a bit set of fixed
