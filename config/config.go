@@ -215,6 +215,9 @@ type Upstream struct {
 	Name string `yaml:"name"`
 	// URL is http(s) or ws(s); it may carry secrets and is never logged.
 	URL string `yaml:"url"`
+	// WSURL, for a node whose URL is http(s), is its WebSocket endpoint:
+	// calls go over HTTP, subscriptions over it.
+	WSURL string `yaml:"ws_url"`
 }
 
 // Devnet configures an embedded devnet.
@@ -436,6 +439,9 @@ func (c *Config) Validate() error {
 		for j, u := range n.Upstreams {
 			if err := checkUpstream(u.URL); err != nil {
 				return fmt.Errorf("config: %s.upstreams[%d].url: %v", field, j, err)
+			}
+			if u.WSURL != "" && !strings.HasPrefix(u.WSURL, "ws://") && !strings.HasPrefix(u.WSURL, "wss://") {
+				return fmt.Errorf("config: %s.upstreams[%d].ws_url: must be a ws or wss URL", field, j)
 			}
 		}
 		for m, cost := range n.Costs {

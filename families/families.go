@@ -21,6 +21,7 @@ import (
 	"github.com/porticohq/portico/devnet/evmdevnet"
 	"github.com/porticohq/portico/devnet/solanadevnet"
 	"github.com/porticohq/portico/devnet/starknetdevnet"
+	"github.com/porticohq/portico/upstream"
 )
 
 // Family is everything Portico knows about one chain family.
@@ -39,6 +40,9 @@ type Family struct {
 	Table func(embedded bool) portico.Table
 	// NewDevnet builds the family's embedded devnet; it starts nothing.
 	NewDevnet func(DevnetConfig) (Devnet, error)
+	// Subscriber opens subscriptions on a started devnet of the family,
+	// with a close function; nil means over its own WebSocket endpoint.
+	Subscriber func(d Devnet) (upstream.Subscriber, func())
 }
 
 // Devnet is an embedded node of a family: built by Family.NewDevnet,
@@ -127,6 +131,13 @@ func All() []Family {
 			Network: "evm-devnet",
 			Probe:   "eth_blockNumber",
 			Table:   func(bool) portico.Table { return evm.Table() },
+			// go-ethereum's own subscriptions, in-process.
+			Subscriber: func(d Devnet) (upstream.Subscriber, func()) {
+				c := d.(*evmdevnet.Devnet).Dial()
+				return &upstream.RPCSubscriber{Sub: func(ctx context.Context, ns string, ch any, args ...any) (upstream.ClientSubscription, error) {
+					return c.Subscribe(ctx, ns, ch, args...)
+				}}, c.Close
+			},
 			NewDevnet: func(c DevnetConfig) (Devnet, error) {
 				if err := c.only(evm.Family, true, false, true); err != nil {
 					return nil, err

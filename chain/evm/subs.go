@@ -92,11 +92,20 @@ func SubscribeParams(raw jsontext.Value) (portico.SubParams, error) {
 
 // logFilter checks a logs subscription's filter: address (one or an array)
 // and topics (up to four positions, each null, a hash or an array of
-// hashes), as geth reads them.
+// hashes), as geth reads them. fromBlock, toBlock and blockHash, which
+// clients send out of habit (go-ethereum's ethclient does), are checked
+// and, as geth does for subscriptions, have no effect.
 func logFilter(v jsontext.Value) error {
-	f, err := rpcparams.Object(v, 2, "filter", "address", "topics")
+	f, err := rpcparams.Object(v, 2, "filter", "address", "topics", "fromBlock", "toBlock", "blockHash")
 	if err != nil {
 		return err
+	}
+	for _, name := range []string{"fromBlock", "toBlock", "blockHash"} {
+		if b, ok := f[name]; ok && b.Kind() != 'n' {
+			if _, err := block(b, 2, "filter."+name); err != nil {
+				return err
+			}
+		}
 	}
 	if a, ok := f["address"]; ok {
 		switch a.Kind() {

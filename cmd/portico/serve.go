@@ -283,7 +283,13 @@ func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network
 		if name == "" {
 			name = upstream.Redact(u.URL)
 		}
-		members = append(members, upstream.Member{Name: name, Node: node})
+		member := upstream.Member{Name: name, Node: node}
+		if u.WSURL != "" {
+			ws := upstream.NewWebSocket(u.WSURL, nil)
+			m.closers = append(m.closers, ws)
+			member.Subs = ws
+		}
+		members = append(members, member)
 	}
 	embedded := len(members) == 0 && !n.Devnet.Disabled
 	if embedded {
@@ -340,8 +346,25 @@ func (m *Main) devnet(ctx context.Context, fam families.Family, n *config.Networ
 	// The devnet also listens on loopback for its own clients; the
 	// gateway calls its handler in-process, through the same Node
 	// interface as a remote node.
-	return upstream.Member{Name: n.Name + "/embedded", Node: upstream.NewInProcess(h, nil)}, nil
+	member := upstream.Member{Name: n.Name + "/embedded", Node: upstream.NewInProcess(h, nil)}
+	// Subscriptions: the family's own way in-process, else the devnet's
+	// WebSocket endpoint.
+	if fam.Subscriber != nil {
+		s, closeSubs := fam.Subscriber(d)
+		member.Subs = s
+		m.closers = append(m.closers, closerFunc(closeSubs))
+	} else if u := d.WSURL(); u != "" {
+		ws := upstream.NewWebSocket(u, nil)
+		m.closers = append(m.closers, ws)
+		member.Subs = ws
+	}
+	return member, nil
 }
+
+// closerFunc makes a function an io.Closer.
+type closerFunc func()
+
+func (f closerFunc) Close() error { f(); return nil }
 
 // devnetConfig is the embedded devnet's configuration for network n: its
 // chain under dataDir/<network>.

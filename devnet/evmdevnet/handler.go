@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/porticohq/portico/jsonrpc"
 )
 
@@ -25,6 +26,20 @@ func (d *Devnet) Handler() http.Handler {
 		return nil
 	}
 	return &modulesOnly{next: h}
+}
+
+// Dial returns a client of the node's in-process RPC server (every
+// namespace, subscriptions included), or nil before Start; Close it when
+// done.
+func (d *Devnet) Dial() *rpc.Client {
+	if !d.started {
+		return nil
+	}
+	h, err := d.stack.RPCHandler()
+	if err != nil {
+		return nil
+	}
+	return rpc.DialInProc(h)
 }
 
 // Info says what the running devnet offers, for a ready line: its

@@ -27,6 +27,14 @@ import (
 // leaves no code: a contract whose storage proofs have something to walk.
 var StorageInit = common.FromHex("602a600055600760015500")
 
+// EmitterTopic is the topic of the log an Emitter contract writes.
+var EmitterTopic = common.HexToHash("0x" + strings.Repeat("ab", 32))
+
+// EmitterInit is init code of a contract that, on any call, writes one
+// log with topic EmitterTopic and the word 42 as data: something for logs
+// subscriptions to see.
+var EmitterInit = common.FromHex("602c600c60003960" + "2c6000f3" + "602a600052" + "7f" + strings.Repeat("ab", 32) + "60206000a100")
+
 // Sender sends transactions signed with Keys. Each transaction type uses its
 // own key, so the nonces of a round never race each other. At least six
 // keys are needed.
@@ -124,6 +132,21 @@ func (s *Sender) Deploy(ctx context.Context, key *ecdsa.PrivateKey, init []byte)
 		return common.Hash{}, common.Address{}, err
 	}
 	return tx.Hash(), addr, nil
+}
+
+// Call sends a call to a contract from key and returns its hash.
+func (s *Sender) Call(ctx context.Context, key *ecdsa.PrivateKey, to common.Address) (common.Hash, error) {
+	fees, err := s.fees(ctx)
+	if err != nil {
+		return common.Hash{}, err
+	}
+	tx, err := s.send(ctx, key, func(n uint64) (types.TxData, error) {
+		return &types.DynamicFeeTx{ChainID: s.ChainID, Nonce: n, GasTipCap: fees.tip, GasFeeCap: fees.cap, Gas: 100_000, To: &to}, nil
+	})
+	if err != nil {
+		return common.Hash{}, err
+	}
+	return tx.Hash(), nil
 }
 
 type fees struct{ tip, cap *big.Int }
