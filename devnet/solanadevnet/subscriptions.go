@@ -146,7 +146,8 @@ func (d *Devnet) subscribe(ctx context.Context, spec subSpec) (any, error) {
 	sub, err := jsonrpc.Subscribe(ctx, g.idJSON)
 	if err != nil {
 		h.abandon(g, m, fresh)
-		return nil, err
+		e, _, _ := jsonrpc.ErrorFor(err) // the core's limit: -32055
+		return nil, e
 	}
 	if !jsonrpc.AfterAnswer(ctx, func() { d.join(g, m, sub) }) {
 		d.join(g, m, sub)

@@ -12,7 +12,13 @@ import (
 	"github.com/gagliardetto/solana-go/programs/system"
 	"github.com/gagliardetto/solana-go/rpc"
 	"github.com/gagliardetto/solana-go/rpc/jsonrpc"
+
+	portico "github.com/porticohq/portico/jsonrpc"
 )
+
+// jsonrpcDefaultMaxSubscriptions is the core's per-connection limit, which
+// the devnet's server keeps.
+func jsonrpcDefaultMaxSubscriptions() int { return portico.DefaultConnLimits().MaxSubscriptions }
 
 // rawWS is a bare WebSocket JSON-RPC client: it sees the exact bytes the
 // devnet sends, and errors that solana-go's ws client hides.
@@ -255,4 +261,60 @@ func TestSubscribeBadParams(t *testing.T) {
 		}
 	}
 	waitJoined(t, d, 0)
+}
+
+// TestAccountSubscribeRevert: a processed block abandoned with the only
+// change to an account sends, with the next block, the account as it is
+// again: here deleted, which agave shows as its default account.
+func TestAccountSubscribeRevert(t *testing.T) {
+	d, c := manual(t, subConfig())
+	w := dialRaw(t, d)
+	bob := testKey("bob").PublicKey()
+	id, e := w.call("accountSubscribe", `["`+bob.String()+`",{"commitment":"processed"}]`)
+	if e != nil {
+		t.Fatal(e)
+	}
+	waitJoined(t, d, 1)
+	if _, err := c.RequestAirdrop(context.Background(), bob, lamportsPerSOL, rpc.CommitmentProcessed); err != nil {
+		t.Fatal(err)
+	}
+	steps(d, 1)
+	head := `{"jsonrpc":"2.0","method":"accountNotification","params":{"result":{"context":{"slot":`
+	tail := `,"subscription":` + id + `}}`
+	if got, want := w.next(), head+`1},"value":{"lamports":1000000000,"data":"","owner":"11111111111111111111111111111111","executable":false,"rentEpoch":18446744073709551615,"space":0}}`+tail; got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	// Slot 2 abandons slot 1 and its leader skips; the airdrop, back in
+	// the queue, is taken out, so slot 3 does not redo it.
+	d.cfg.DropRate, d.cfg.SkipRate = 1, 1
+	steps(d, 1)
+	d.cfg.DropRate, d.cfg.SkipRate = 0, 0
+	d.mu.Lock()
+	d.mempool = nil
+	d.mu.Unlock()
+	steps(d, 1)
+	if got, want := w.next(), head+`3},"value":{"lamports":0,"data":"","owner":"11111111111111111111111111111111","executable":false,"rentEpoch":0,"space":0}}`+tail; got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// TestSubscriptionLimit: the connection's subscription limit is the
+// core's -32055, and a refused subscription uses up no id.
+func TestSubscriptionLimit(t *testing.T) {
+	d, _ := manual(t, subConfig())
+	w := dialRaw(t, d)
+	max := jsonrpcDefaultMaxSubscriptions()
+	for i := range max {
+		k := testKey("limit " + strconv.Itoa(i)).PublicKey().String()
+		if id, e := w.call("accountSubscribe", `["`+k+`"]`); e != nil || id != strconv.Itoa(i) {
+			t.Fatalf("subscription %d: %s %+v", i, id, e)
+		}
+	}
+	if _, e := w.call("slotSubscribe", `[]`); e == nil || e.Code != -32055 {
+		t.Fatalf("subscription over the limit: %+v", e)
+	}
+	other := dialRaw(t, d)
+	if id, e := other.call("slotSubscribe", `[]`); e != nil || id != strconv.Itoa(max) {
+		t.Fatalf("next subscription: %s %+v, want id %d", id, e, max)
+	}
 }

@@ -431,3 +431,46 @@ func TestBlockSubscribeUnsupportedVersion(t *testing.T) {
 	}
 	t.Fatal("no v0 transaction in 2000 slots")
 }
+
+// TestSubscriptionsLiveDevnet: on a devnet producing slots on its own
+// (skips, drops, traffic), slots arrive in increasing order, and Close
+// ends the subscriptions with the connections.
+func TestSubscriptionsLiveDevnet(t *testing.T) {
+	d, _ := start(t, testConfig())
+	wc := wsConnect(t, d)
+	slots, err := wc.SlotSubscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := wc.LogsSubscribe(ws.LogsSubscribeFilterAll, rpc.CommitmentConfirmed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := waitCtx(t)
+	var last uint64
+	for range 10 {
+		got, err := slots.Recv(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Slot <= last || got.Parent >= got.Slot || got.Root > got.Parent {
+			t.Fatalf("slot %+v after %d", got, last)
+		}
+		last = got.Slot
+	}
+	if got, err := logs.Recv(ctx); err != nil || len(got.Value.Logs) == 0 {
+		t.Fatalf("logs: %+v %v", got, err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := slots.Recv(ctx); err != nil {
+			if ctx.Err() != nil {
+				t.Fatal("the subscription outlived Close")
+			}
+			break
+		}
+	}
+	waitJoined(t, d, 0)
+}
