@@ -15,32 +15,43 @@ import (
 // subMethod answers a method that needs the call's connection.
 type subMethod func(d *Devnet, ctx context.Context, params jsontext.Value) (any, error)
 
+// pubsubMethods are the subscribe methods, with the kind each starts.
+// Each has an unsubscribe method, named with Unsubscribe.
+var pubsubMethods = map[string]subKind{
+	"slotSubscribe":      subSlot,
+	"rootSubscribe":      subRoot,
+	"accountSubscribe":   subAccount,
+	"programSubscribe":   subProgram,
+	"logsSubscribe":      subLogs,
+	"signatureSubscribe": subSignature,
+	"blockSubscribe":     subBlock,
+}
+
+// specParsers read each kind's params.
+var specParsers = [...]func(params jsontext.Value) (subSpec, error){
+	subSlot:      noParamsSpec(subSlot),
+	subRoot:      noParamsSpec(subRoot),
+	subAccount:   accountSpec,
+	subProgram:   programSpec,
+	subLogs:      logsSpec,
+	subSignature: signatureSpec,
+	subBlock:     blockSpec,
+}
+
 // lookupSub returns the PubSub method serving name, or nil.
 func lookupSub(name string) subMethod {
-	var parse func(params jsontext.Value) (subSpec, error)
-	switch name {
-	case "slotSubscribe":
-		parse = noParamsSpec(subSlot)
-	case "rootSubscribe":
-		parse = noParamsSpec(subRoot)
-	case "accountSubscribe":
-		parse = accountSpec
-	case "programSubscribe":
-		parse = programSpec
-	case "logsSubscribe":
-		parse = logsSpec
-	case "signatureSubscribe":
-		parse = signatureSpec
-	case "blockSubscribe":
-		parse = blockSpec
-	case "slotUnsubscribe", "rootUnsubscribe", "accountUnsubscribe", "programUnsubscribe",
-		"logsUnsubscribe", "signatureUnsubscribe", "blockUnsubscribe":
-		return (*Devnet).unsubscribe
-	default:
+	if base, ok := strings.CutSuffix(name, "Unsubscribe"); ok {
+		if _, ok := pubsubMethods[base+"Subscribe"]; ok {
+			return (*Devnet).unsubscribe
+		}
+		return nil
+	}
+	kind, ok := pubsubMethods[name]
+	if !ok {
 		return nil
 	}
 	return func(d *Devnet, ctx context.Context, params jsontext.Value) (any, error) {
-		spec, err := parse(params)
+		spec, err := specParsers[kind](params)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,8 @@ package solanadevnet
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -473,4 +475,37 @@ func TestSubscriptionsLiveDevnet(t *testing.T) {
 		}
 	}
 	waitJoined(t, d, 0)
+}
+
+// TestDocsSubscriptionTable keeps the table of docs/solana-devnet.md in
+// step with the methods served and the notifications they send.
+func TestDocsSubscriptionTable(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "solana-devnet.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "| method | params | notification | result |\n|---|---|---|---|\n")
+	if !ok {
+		t.Fatal("the subscriptions table is missing")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	seen := map[string]bool{}
+	for _, row := range strings.Split(table, "\n") {
+		cells := strings.Split(row, " | ")
+		method, note := strings.Trim(cells[0], "| `"), strings.Trim(cells[len(cells)-2], "`")
+		kind, ok := pubsubMethods[method]
+		if !ok || lookupSub(method) == nil || lookupSub(strings.TrimSuffix(method, "Subscribe")+"Unsubscribe") == nil {
+			t.Errorf("%s is documented but not served", method)
+			continue
+		}
+		if note != notificationMethods[kind] {
+			t.Errorf("%s: documented notification %s, sends %s", method, note, notificationMethods[kind])
+		}
+		seen[method] = true
+	}
+	for m := range pubsubMethods {
+		if !seen[m] {
+			t.Errorf("%s is served but not documented", m)
+		}
+	}
 }
