@@ -141,6 +141,7 @@ func (d *Devnet) step(ctx context.Context) {
 	notes.send()
 }
 
+// stepLocked is step under d.mu; it returns the slot's notifications.
 func (d *Devnet) stepLocked(ctx context.Context) batch {
 	if d.closed && d.store == nil && d.led == nil {
 		return nil
