@@ -6,7 +6,9 @@
 // lookup tables and v0 transactions that use them), fees, fee and epoch
 // rewards, and ledger cleanup. It serves the JSON-RPC methods real clients
 // need over HTTP on loopback, so the gateway reaches it exactly as it
-// reaches a remote node.
+// reaches a remote node, and agave's PubSub subscriptions (slot, root,
+// account, program, logs, signature, block) over a WebSocket on the same
+// port.
 //
 // Lifecycle: New checks the configuration and has no side effects; Start
 // loads or creates the ledger, opens the listener and starts producing
@@ -103,6 +105,7 @@ type Devnet struct {
 	started bool
 	closed  bool
 
+	subs   *subHub // PubSub subscriptions; its own lock, taken after mu
 	rpc    *jsonrpc.Server
 	srv    *http.Server
 	url    string
@@ -169,7 +172,7 @@ func New(cfg Config) (*Devnet, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(cfg.Now().UnixNano())
 	}
-	d := &Devnet{cfg: cfg, log: cfg.Logger, keys: newDevKeys(), slotCh: make(chan struct{})}
+	d := &Devnet{cfg: cfg, log: cfg.Logger, keys: newDevKeys(), slotCh: make(chan struct{}), subs: newSubHub()}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}

@@ -14,7 +14,8 @@ import (
 )
 
 // manual builds a devnet whose slots the test drives with d.step, served
-// over real HTTP. Nothing runs in the background.
+// over real HTTP (and WebSocket, at d.WSURL()). Nothing runs in the
+// background.
 func manual(t *testing.T, cfg Config) (*Devnet, *rpc.Client) {
 	t.Helper()
 	d, err := New(cfg)
@@ -26,6 +27,7 @@ func manual(t *testing.T, cfg Config) (*Devnet, *rpc.Client) {
 	}
 	d.cfg.SkipRate, d.cfg.DropRate = 0, 0
 	srv := httptest.NewServer(d.Handler())
+	d.url = srv.URL
 	c := rpc.New(srv.URL)
 	t.Cleanup(func() {
 		c.Close()

@@ -345,26 +345,9 @@ func (d *Devnet) getAccountInfo(params jsontext.Value) (any, error) {
 			return nil, err
 		}
 	}
-	var off, length uint64
-	slice := false
-	if v, ok := cfg["dataSlice"]; ok && v.Kind() != 'n' {
-		ds, err := rpcparams.Object(v, 2, "config.dataSlice", "offset", "length")
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range []struct {
-			name string
-			dst  *uint64
-		}{{"offset", &off}, {"length", &length}} {
-			fv, ok := ds[f.name]
-			if !ok {
-				return nil, rpcparams.Errorf(2, "config.dataSlice."+f.name, "missing")
-			}
-			if *f.dst, err = rpcparams.Uint(fv, 2, "config.dataSlice."+f.name, rpcparams.MaxUint64); err != nil {
-				return nil, err
-			}
-		}
-		slice = true
+	slice, err := dataSliceParam(cfg, 2)
+	if err != nil {
+		return nil, err
 	}
 	c, err := commitmentOf(cfg, 2, "config", processed)
 	if err != nil {
@@ -380,49 +363,101 @@ func (d *Devnet) getAccountInfo(params jsontext.Value) (any, error) {
 	if a == nil {
 		return withContext{ctxAt(slot), nil}, nil
 	}
-	data := a.Data
-	if slice {
-		start := min(off, uint64(len(data)))
-		data = data[start:min(start+length, uint64(len(data)))]
+	data := slice.apply(a.Data)
+	if (enc == "binary" || enc == "base58") && len(data) > maxBase58Bytes {
+		return nil, invalidParams("Encoded binary (base 58) data should be less than 128 bytes, please use Base64 encoding.")
 	}
-	info := accountInfo{Executable: a.Executable, Lamports: a.Lamports, Owner: a.Owner.String(), RentEpoch: 1<<64 - 1, Space: uint64(len(a.Data))}
-	switch enc {
-	case "binary":
-		if len(data) > 128 {
-			return nil, invalidParams("Encoded binary (base 58) data should be less than 128 bytes, please use Base64 encoding.")
+	var parsed any
+	if enc == "jsonParsed" && slice == nil {
+		if program, p, ok := parseAccount(a); ok {
+			parsed = map[string]any{"parsed": p, "program": program, "space": len(a.Data)}
 		}
-		info.Data = base58.Encode(data)
-	case "base58":
-		if len(data) > 128 {
-			return nil, invalidParams("Encoded binary (base 58) data should be less than 128 bytes, please use Base64 encoding.")
-		}
-		info.Data = []string{base58.Encode(data), "base58"}
-	case "base64+zstd":
-		zw, _ := zstd.NewWriter(nil)
-		info.Data = []string{base64.StdEncoding.EncodeToString(zw.EncodeAll(data, nil)), "base64+zstd"}
-		zw.Close()
-	case "jsonParsed":
-		if parsed := parseAccount(a); parsed != nil && !slice {
-			info.Data = parsed
-			break
-		}
-		fallthrough
-	default:
-		info.Data = []string{base64.StdEncoding.EncodeToString(data), "base64"}
 	}
+	info := accountInfo{Data: accountData(enc, data, parsed), Executable: a.Executable, Lamports: a.Lamports, Owner: a.Owner.String(), RentEpoch: 1<<64 - 1, Space: uint64(len(a.Data))}
 	return withContext{ctxAt(slot), info}, nil
 }
 
-// parseAccount renders the accounts agave parses that the devnet holds:
-// address lookup tables, and system accounts (shown as the nonce parser
-// would not match; agave falls back to base64, and so does this).
-func parseAccount(a *account) any {
+// maxBase58Bytes is the most account data agave encodes in base58
+// (MAX_BASE58_BYTES).
+const maxBase58Bytes = 128
+
+// dataSlice is config.dataSlice: the part of an account's data to return.
+type dataSlice struct{ offset, length uint64 }
+
+// dataSliceParam reads config.dataSlice; nil when absent.
+func dataSliceParam(cfg map[string]jsontext.Value, pos int) (*dataSlice, error) {
+	v, ok := cfg["dataSlice"]
+	if !ok || v.Kind() == 'n' {
+		return nil, nil
+	}
+	ds, err := rpcparams.Object(v, pos, "config.dataSlice", "offset", "length")
+	if err != nil {
+		return nil, err
+	}
+	var out dataSlice
+	for _, f := range []struct {
+		name string
+		dst  *uint64
+	}{{"offset", &out.offset}, {"length", &out.length}} {
+		fv, ok := ds[f.name]
+		if !ok {
+			return nil, rpcparams.Errorf(pos, "config.dataSlice."+f.name, "missing")
+		}
+		if *f.dst, err = rpcparams.Uint(fv, pos, "config.dataSlice."+f.name, rpcparams.MaxUint64); err != nil {
+			return nil, err
+		}
+	}
+	return &out, nil
+}
+
+// apply returns the slice of data; a nil slice returns it whole.
+func (s *dataSlice) apply(data []byte) []byte {
+	if s == nil {
+		return data
+	}
+	start := min(s.offset, uint64(len(data)))
+	return data[start:min(start+min(s.length, uint64(len(data))), uint64(len(data)))]
+}
+
+// accountData encodes account data as agave's UiAccount::encode does:
+// binary is a bare base58 string, base58, base64 and base64+zstd are
+// [data, encoding] pairs, jsonParsed is parsed when the devnet can parse
+// the account (parsed is not nil) and base64 otherwise. Base58 of more
+// than 128 bytes gives agave's error text in place of the data.
+func accountData(enc string, data []byte, parsed any) any {
+	switch enc {
+	case "binary", "base58":
+		s := "error: data too large for bs58 encoding"
+		if len(data) <= maxBase58Bytes {
+			s = base58.Encode(data)
+		}
+		if enc == "binary" {
+			return s
+		}
+		return []string{s, "base58"}
+	case "base64+zstd":
+		zw, _ := zstd.NewWriter(nil)
+		defer zw.Close()
+		return []string{base64.StdEncoding.EncodeToString(zw.EncodeAll(data, nil)), "base64+zstd"}
+	case "jsonParsed":
+		if parsed != nil {
+			return parsed
+		}
+	}
+	return []string{base64.StdEncoding.EncodeToString(data), "base64"}
+}
+
+// parseAccount parses the accounts agave parses that the devnet holds:
+// address lookup tables. Other accounts (system accounts, which agave's
+// nonce parser does not match either) are not parsed, and jsonParsed
+// falls back to base64, as in agave.
+func parseAccount(a *account) (program string, parsed any, ok bool) {
 	if a.Owner != lookupTableProgram {
-		return nil
+		return "", nil, false
 	}
 	t, err := decodeTable(a.Data)
 	if err != nil {
-		return nil
+		return "", nil, false
 	}
 	info := map[string]any{
 		"addresses":                  keyStrings(t.addresses),
@@ -433,9 +468,5 @@ func parseAccount(a *account) any {
 	if t.authority != nil {
 		info["authority"] = t.authority.String()
 	}
-	return map[string]any{
-		"parsed":  map[string]any{"info": info, "type": "lookupTable"},
-		"program": "address-lookup-table",
-		"space":   len(a.Data),
-	}
+	return "address-lookup-table", map[string]any{"info": info, "type": "lookupTable"}, true
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/binary"
+	"slices"
 	"time"
 
 	"github.com/gagliardetto/solana-go"
@@ -131,17 +132,26 @@ func (d *Devnet) leader(slot uint64) *validator {
 
 // step moves to the next slot: perhaps abandons the unconfirmed tip,
 // produces a block unless the leader skips, advances commitment, stores
-// what became final and cleans up the ledger.
+// what became final and cleans up the ledger. The subscriptions hear of it
+// once the ledger lock is released.
 func (d *Devnet) step(ctx context.Context) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	notes := d.stepLocked(ctx)
+	d.mu.Unlock()
+	notes.send()
+}
+
+// stepLocked is step under d.mu; it returns the slot's notifications.
+func (d *Devnet) stepLocked(ctx context.Context) batch {
 	if d.closed && d.store == nil && d.led == nil {
-		return
+		return nil
 	}
 	l := d.led
 	next := l.slot + 1
+	ev := &stepEvents{root: l.root.Slot}
 	if tip := l.tip(); tip != l.root && tip.Slot+d.cfg.ConfirmDepth > next && d.rng.Float64() < d.cfg.DropRate {
 		dropped := l.dropTip()
+		ev.dropped = dropped
 		var back []*pending
 		for _, r := range dropped.Txs {
 			if r.user {
@@ -152,9 +162,17 @@ func (d *Devnet) step(ctx context.Context) {
 	}
 	l.slot = next
 	if d.rng.Float64() >= d.cfg.SkipRate {
-		d.produce(next)
+		ev.produced = d.produce(next)
 	}
+	oldConf := l.conf.Slot
 	rooted := l.advance(d.cfg.ConfirmDepth, d.cfg.FinalizeDepth)
+	ev.rooted = rooted
+	for _, b := range slices.Concat(rooted, l.chain) {
+		if b.Slot > oldConf && b.Slot <= l.conf.Slot {
+			ev.confirmed = append(ev.confirmed, b)
+		}
+	}
+	notes := d.subs.collect(l, ev)
 	gone := l.cleanup(d.cfg.KeepSlots)
 	if d.store != nil && (len(rooted) > 0 || len(gone) > 0) {
 		if err := d.store.save(ctx, l, rooted, gone); err != nil {
@@ -166,6 +184,7 @@ func (d *Devnet) step(ctx context.Context) {
 	}
 	close(d.slotCh)
 	d.slotCh = make(chan struct{})
+	return notes
 }
 
 // buildState is the state a block's transactions run against: the
@@ -207,7 +226,7 @@ func (s *buildState) credit(k solana.PublicKey, lamports uint64) uint64 {
 
 // produce builds the block of a slot on the tip: epoch rewards, votes,
 // the mempool, traffic, then the leader's fee reward.
-func (d *Devnet) produce(slot uint64) {
+func (d *Devnet) produce(slot uint64) *block {
 	l := d.led
 	tip := l.tip()
 	leader := d.leader(slot)
@@ -260,6 +279,7 @@ func (d *Devnet) produce(slot uint64) {
 	b.TxCount = tip.TxCount + uint64(len(b.Txs))
 	b.delta = s.delta
 	l.addBlock(b)
+	return b
 }
 
 // epochRewards pays, in an epoch's first block, each vote account its

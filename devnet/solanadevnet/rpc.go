@@ -79,10 +79,16 @@ func (d *Devnet) serve(body []byte) []byte {
 }
 
 // ServeRPC answers one call: the jsonrpc.Handler of the devnet's server.
-func (d *Devnet) ServeRPC(_ context.Context, name string, params jsontext.Value) (any, error) {
+// The PubSub methods (slotSubscribe and the rest) need the WebSocket the
+// call came over, which ctx carries.
+func (d *Devnet) ServeRPC(ctx context.Context, name string, params jsontext.Value) (any, error) {
 	m := lookup(name)
 	if m == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found"}
+		sm := lookupSub(name)
+		if sm == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found"}
+		}
+		m = func(d *Devnet, params jsontext.Value) (any, error) { return sm(d, ctx, params) }
 	}
 	d.mu.RLock()
 	running := d.led != nil && !d.closed
