@@ -25,10 +25,11 @@ type Sub struct {
 	id   jsontext.Value
 	conn *Conn
 
-	mu      sync.Mutex
-	active  bool     // the answer with the id has been queued
-	pending [][]byte // notifications sent before that
-	ended   bool
+	mu       sync.Mutex
+	active   bool     // the answer with the id has been queued
+	pending  [][]byte // notifications sent before that
+	endLater bool     // End was called before that: end once they are out
+	ended    bool
 	done    chan struct{}
 	onEnd   []func()
 }
@@ -120,13 +121,16 @@ func (s *Sub) activate() {
 		s.mu.Unlock()
 		return
 	}
-	pending := s.pending
+	pending, endLater := s.pending, s.endLater
 	s.pending, s.active = nil, true
 	s.mu.Unlock()
 	for _, m := range pending {
 		if !s.conn.Notify(m) {
-			return
+			break
 		}
+	}
+	if endLater {
+		s.end()
 	}
 }
 
@@ -147,8 +151,18 @@ func (s *Sub) OnEnd(f func()) {
 }
 
 // End ends the subscription, as an unsubscribe does (a signature
-// subscription ends itself after its one notification).
-func (s *Sub) End() { s.end() }
+// subscription ends itself after its one notification). Notifications
+// sent before it still go out, after the answer with the id.
+func (s *Sub) End() {
+	s.mu.Lock()
+	if !s.active && !s.ended {
+		s.endLater = true
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.end()
+}
 
 func (s *Sub) end() {
 	s.mu.Lock()

@@ -108,9 +108,9 @@ type Conn struct {
 
 	closing    sync.WaitGroup // the close handshake Close started
 	subs       subs
-	wake       chan struct{}  // cap 1: the queue has something
-	done       chan struct{}  // closed when the connection ends
-	lastActive atomic.Int64   // unix nanoseconds of the last message either way
+	wake       chan struct{} // cap 1: the queue has something
+	done       chan struct{} // closed when the connection ends
+	lastActive atomic.Int64  // unix nanoseconds of the last message either way
 }
 
 type connKey struct{}
