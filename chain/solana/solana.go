@@ -66,9 +66,10 @@ func TableFor(o Options) portico.Table {
 			Params: params,
 			Cost:   CostGetBlock,
 		}}, clientMethods()...),
-		DefaultCost: DefaultCost,
-		Chain:       Chain(),
-		NamePattern: `^[a-z][A-Za-z0-9]*$`,
+		DefaultCost:   DefaultCost,
+		Chain:         Chain(),
+		Subscriptions: Subscriptions(),
+		NamePattern:   `^[a-z][A-Za-z0-9]*$`,
 		DefaultAllow: []string{
 			"getAccountInfo", "getBalance", "getBlockHeight", "getBlockCommitment", "getBlockProduction",
 			"getBlockTime", "getBlocks", "getBlocksWithLimit", "getClusterNodes", "getEpochInfo",

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/programs/system"
+	"github.com/gagliardetto/solana-go/rpc"
+	"github.com/gagliardetto/solana-go/rpc/ws"
+
+	"github.com/porticohq/portico/config"
+)
+
+// TestSubscriptionsSolana: solana-go's WebSocket client watches slots,
+// an account's balance, logs mentioning it and a transaction's signature
+// through the gateway, in front of the embedded slot-chain devnet.
+func TestSubscriptionsSolana(t *testing.T) {
+	cfg := config.DefaultConfig()
+	cfg.Keys = []config.Key{{Name: "subs", Key: "subs00123456789abcdef0123456789ab", DailyCredits: 1e12}}
+	cfg.Networks = []config.Network{{Name: "solana", Family: "solana", Devnet: config.Devnet{BlockPeriod: 40 * time.Millisecond}}}
+	s := start(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := rpc.New("http://" + s.addr(t, "solana") + "/v3/" + cfg.Keys[0].Key)
+	wc, err := ws.Connect(ctx, "ws://"+s.addr(t, "solana")+"/ws/v3/"+cfg.Keys[0].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+
+	slots, err := wc.SlotSubscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slots.Unsubscribe()
+	var prev uint64
+	for i := range 5 {
+		got, err := slots.Recv(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && got.Slot <= prev {
+			t.Fatalf("slot %d after %d", got.Slot, prev)
+		}
+		prev = got.Slot
+	}
+
+	payer, _ := solana.NewRandomPrivateKey()
+	airdrop, err := c.RequestAirdrop(ctx, payer.PublicKey(), 2*solana.LAMPORTS_PER_SOL, rpc.CommitmentConfirmed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(ctx, t, c, airdrop, rpc.ConfirmationStatusConfirmed)
+
+	to := solana.NewWallet().PublicKey()
+	account, err := wc.AccountSubscribe(to, rpc.CommitmentConfirmed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer account.Unsubscribe()
+	logs, err := wc.LogsSubscribeMentions(to, rpc.CommitmentConfirmed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Unsubscribe()
+
+	latest, err := c.GetLatestBlockhash(ctx, rpc.CommitmentFinalized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := solana.NewTransaction([]solana.Instruction{system.NewTransferInstruction(1_000_000, payer.PublicKey(), to).Build()},
+		latest.Value.Blockhash, solana.TransactionPayer(payer.PublicKey()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Sign(func(k solana.PublicKey) *solana.PrivateKey { return &payer }); err != nil {
+		t.Fatal(err)
+	}
+	signature, err := wc.SignatureSubscribe(tx.Signatures[0], rpc.CommitmentConfirmed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SendTransaction(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+
+	acct, err := account.Recv(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acct.Value.Lamports != 1_000_000 {
+		t.Fatalf("account notification: %d lamports, want 1000000", acct.Value.Lamports)
+	}
+	l, err := logs.Recv(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Value.Signature != tx.Signatures[0] || len(l.Value.Logs) == 0 {
+		t.Fatalf("logs notification: %+v", l.Value)
+	}
+	sig, err := signature.Recv(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sig.Value.Err != nil {
+		t.Fatalf("signature notification: %+v", sig.Value)
+	}
+}
