@@ -99,6 +99,7 @@ func Table() portico.Table {
 		Chain:         Chain(),
 		AliasPrefixes: map[string]string{"rollup_": "starknet_"},
 		Known:         knownRules(),
+		Subscriptions: Subscriptions(),
 		Writes:        []string{"starknet_addInvokeTransaction", "starknet_addDeclareTransaction", "starknet_addDeployAccountTransaction"},
 		NamePattern:   `^(starknet|rollup)_[A-Za-z0-9]+$`,
 		DefaultAllow: []string{
@@ -230,8 +231,11 @@ func GetEventsParams(raw jsontext.Value) (portico.Params, error) {
 
 // keys checks an array of arrays of felts: OR within a position, AND across
 // positions, an empty position matches any key.
-func keys(v jsontext.Value, at int) error {
-	outer, err := rpcparams.Array(v, at, "filter.keys")
+func keys(v jsontext.Value, at int) error { return keysAt(v, at, "filter.keys") }
+
+// keysAt is keys for a field named field.
+func keysAt(v jsontext.Value, at int, fieldName string) error {
+	outer, err := rpcparams.Array(v, at, fieldName)
 	if err != nil {
 		return err
 	}
@@ -240,7 +244,7 @@ func keys(v jsontext.Value, at int) error {
 	}
 	total := 0
 	for i, pos := range outer {
-		field := rpcparams.Index("filter.keys", i)
+		field := rpcparams.Index(fieldName, i)
 		inner, err := rpcparams.Array(pos, at, field)
 		if err != nil {
 			return err
