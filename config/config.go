@@ -178,6 +178,10 @@ type Network struct {
 	// DefaultCost is the cost of allowlisted methods without a row; 0 keeps
 	// the family default.
 	DefaultCost int `yaml:"default_cost"`
+	// NotificationCosts overrides the credit cost of each notification a
+	// subscriber receives, by subscription kind (newHeads, logs, slot…);
+	// the cost of subscribing is in Costs under the subscribe method.
+	NotificationCosts map[string]int `yaml:"notification_costs"`
 	// Timeout bounds a call including failover; AttemptTimeout one node.
 	Timeout        time.Duration `yaml:"timeout"`
 	AttemptTimeout time.Duration `yaml:"attempt_timeout"`
@@ -447,6 +451,11 @@ func (c *Config) Validate() error {
 		for m, cost := range n.Costs {
 			if cost < 0 {
 				return fmt.Errorf("config: %s.costs.%s: must not be negative", field, m)
+			}
+		}
+		for kind, cost := range n.NotificationCosts {
+			if cost < 0 {
+				return fmt.Errorf("config: %s.notification_costs.%s: must not be negative", field, kind)
 			}
 		}
 		if n.DefaultCost < 0 {

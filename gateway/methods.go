@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -31,6 +32,9 @@ type MethodsConfig struct {
 	Costs map[string]int
 	// DefaultCost replaces the table's default cost when positive.
 	DefaultCost int
+	// NotificationCosts overrides the cost of each notification by
+	// subscription kind ("newHeads", "logs", "slot").
+	NotificationCosts map[string]int
 }
 
 // NewMethods resolves a family table. It fails when an allowlisted name
@@ -60,8 +64,22 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 	}
 	m := &Methods{byName: map[string]*portico.Method{}, chain: t.Chain, subs: t.Subscriptions,
 		subByName: map[string]*portico.Subscription{}, unsubByName: map[string]*portico.Subscription{}}
-	for i := range t.Subscriptions.Methods {
-		s := &t.Subscriptions.Methods[i]
+	// The rules are copied: costs from config apply to this network only.
+	m.subs.Methods = slices.Clone(t.Subscriptions.Methods)
+	kinds := map[string]bool{}
+	for i := range m.subs.Methods {
+		s := &m.subs.Methods[i]
+		costs := maps.Clone(s.NotificationCost)
+		for kind := range costs {
+			kinds[kind] = true
+			if c, ok := cfg.NotificationCosts[kind]; ok {
+				costs[kind] = c
+			}
+		}
+		s.NotificationCost = costs
+		if c, ok := cfg.Costs[s.Method]; ok {
+			s.Cost = c
+		}
 		for _, name := range append([]string{s.Method}, s.Aliases...) {
 			for _, n := range withPrefixAliases(t.AliasPrefixes, name) {
 				m.subByName[n] = s
@@ -109,8 +127,16 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 			return nil, err
 		}
 	}
+	for kind := range cfg.NotificationCosts {
+		if !kinds[kind] {
+			return nil, fmt.Errorf("notification_costs.%s: not a subscription kind of the %s family", kind, t.Family)
+		}
+	}
 	names := make([]string, 0, len(cfg.Costs))
 	for name := range cfg.Costs {
+		if _, ok := m.subByName[name]; ok {
+			continue // a subscribe method's cost, applied above
+		}
 		names = append(names, name)
 	}
 	sort.Strings(names)
@@ -137,6 +163,9 @@ func (m *Methods) AnyOf(row *portico.Method, names []string) bool {
 	}
 	return false
 }
+
+// Subscription returns the subscribe rule served under name, or nil.
+func (m *Methods) Subscription(name string) *portico.Subscription { return m.subByName[name] }
 
 // anySub reports whether one of names is a name of subscription s.
 func (m *Methods) anySub(s *portico.Subscription, names []string) bool {

@@ -78,3 +78,23 @@ func TestMethodsConfig(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestSubscriptionCosts: a network's config sets what subscribing and
+// each notification cost, by kind; an unknown kind is a config error.
+func TestSubscriptionCosts(t *testing.T) {
+	m, err := gateway.NewMethods(evm.Table(), gateway.MethodsConfig{Costs: map[string]int{"eth_subscribe": 3}, NotificationCosts: map[string]int{"logs": 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.Subscription("evm_subscribe")
+	if s == nil || s.Cost != 3 || s.NotificationCost["logs"] != 7 || s.NotificationCost["newHeads"] != evm.CostNewHeadNotification {
+		t.Fatalf("rule %+v", s)
+	}
+	if evm.Table().Subscriptions.Methods[0].NotificationCost["logs"] != evm.CostLogNotification {
+		t.Fatal("config changed the family's table")
+	}
+	if _, err := gateway.NewMethods(evm.Table(), gateway.MethodsConfig{NotificationCosts: map[string]int{"slot": 1}}); err == nil ||
+		err.Error() != "notification_costs.slot: not a subscription kind of the evm family" {
+		t.Fatalf("unknown kind: %v", err)
+	}
+}

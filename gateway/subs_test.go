@@ -282,7 +282,7 @@ func TestSubscriptionFanOut(t *testing.T) {
 // disconnected with 1008 once its bounded queue is full; the others go
 // on.
 func TestSlowSubscriber(t *testing.T) {
-	chain := newFakeChain(t, 2*time.Millisecond, 64<<10) // 64 KB heads
+	chain := newFakeChain(t, 5*time.Millisecond, 64<<10) // 64 KB heads, 13 MB/s
 	n := newFakeWSNode(t, chain)
 	_, url := subsEnv(t, func(l *gateway.Limits) { l.MaxNotificationQueue = 16 }, n)
 	slow := subscribeHeads(t, url)
@@ -298,7 +298,7 @@ func TestSlowSubscriber(t *testing.T) {
 			got.Add(1)
 		}
 	}()
-	// The slow client reads nothing while about 150 MB of heads go out:
+	// The slow client reads nothing while about 65 MB of heads go out:
 	// far more than socket buffers and its queue of 16 hold. Then it
 	// finds what reached its socket, and the close.
 	time.Sleep(5 * time.Second)
