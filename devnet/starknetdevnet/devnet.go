@@ -73,6 +73,7 @@ type Devnet struct {
 	log     *slog.Logger
 	chain   chainParams
 	handler *jsonrpc.Server
+	subs    *hub // the WebSocket subscriptions
 
 	mu      sync.RWMutex // guards everything below; sealing holds it for writing
 	db      *sql.DB
@@ -133,6 +134,7 @@ func New(cfg Config) (*Devnet, error) {
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
+	d.subs = newHub(d.log)
 	d.handler = newServer(d)
 	return d, nil
 }
@@ -165,6 +167,7 @@ func (d *Devnet) Start(ctx context.Context) error {
 	if err := d.loadOrGenesis(ctx); err != nil {
 		return err
 	}
+	d.subs.head.Store(d.head.number)
 	ln, err := net.Listen("tcp", d.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("starknetdevnet: listen: %w", err)
@@ -228,6 +231,7 @@ func (d *Devnet) Close() error {
 			stop()
 		}
 		d.wg.Wait()
+		d.subs.close() // after the connections, so every subscription has ended
 		d.mu.Lock()
 		if d.db != nil {
 			errs = append(errs, d.db.Close())
@@ -305,6 +309,8 @@ func (d *Devnet) sealLocked(ctx context.Context) (uint64, error) {
 	}
 	d.head = &b.blockRow
 	d.openPending()
+	d.subs.included(b.number, b.txs)
+	d.subs.advanced(b.number, d.l1Head())
 	return b.number, nil
 }
 

@@ -41,6 +41,7 @@ func (d *Devnet) GenerateTraffic() error {
 		return errNotRunning
 	}
 	p := d.pending
+	before := len(p.txs)
 	rng := roundRand(p.number, d.round)
 	d.round++
 	accts := d.world.accounts()
@@ -60,6 +61,7 @@ func (d *Devnet) GenerateTraffic() error {
 	case 2:
 		d.upgrade(accts[rng.IntN(len(accts))], rng)
 	}
+	d.subs.pendingAdded(p.number, p.txs[before:])
 	return nil
 }
 
