@@ -168,10 +168,10 @@ func replaceBlock(params, block string) string {
 func TestWSReplayPaced(t *testing.T) {
 	spec := loadWSSpec(t)
 	d, c := startDevnet(t, Config{Clock: fixedClock})
-	if err := d.SeedEvents(context.Background(), 1100, 4, 7); err != nil {
+	const head, perBlock = 1100, 24
+	if err := d.SeedEvents(context.Background(), head, perBlock, 7); err != nil {
 		t.Fatal(err)
 	}
-	const head = 1100
 	w := dialWS(t, d, spec)
 	from := strconv.Itoa(head - MaxBlocksBack)
 	if _, err := w.call("starknet_subscribeNewHeads", `{"block_id":{"block_number":`+strconv.Itoa(head-MaxBlocksBack-1)+`}}`); err == nil || err.Code != 68 || err.Message != "Cannot go back more than 1024 blocks" {
@@ -189,8 +189,28 @@ func TestWSReplayPaced(t *testing.T) {
 	w.must("starknet_unsubscribe", `[`+string(heads)+`]`)
 	evs := w.subscribe("starknet_subscribeEvents", `[null,null,{"block_number":`+from+`}]`)
 	want := pageAll(t, c, nil, `"from_block":{"block_number":`+from+`},"to_block":"latest",`, 1024)
-	if len(want) != (MaxBlocksBack+1)*4 {
+	if len(want) != (MaxBlocksBack+1)*perBlock {
 		t.Fatalf("%d events in range", len(want))
 	}
+	// The client reads nothing until the server's queue for it has
+	// reached the pacing mark (which a replay of this size overruns the
+	// socket buffers to reach); the connection stays up and every event
+	// arrives.
+	waitFor(t, "the replay to reach the pacing mark", func() bool {
+		d.subs.mu.Lock()
+		defer d.subs.mu.Unlock()
+		for f := range d.subs.followers {
+			return f.sub.Conn().Queued() >= paceQueue
+		}
+		return false
+	})
 	expectEvents(t, w, evs, want)
+
+	// Closing the connection stops the follower.
+	w.c.CloseNow()
+	waitFor(t, "the follower to stop", func() bool {
+		d.subs.mu.Lock()
+		defer d.subs.mu.Unlock()
+		return len(d.subs.followers) == 0 && len(d.subs.conns) == 0
+	})
 }
