@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -183,9 +185,22 @@ type wsMessage struct {
 
 func dialWS(t testing.TB, d *Devnet, spec *wsSchemas) *wsClient {
 	t.Helper()
+	return dialWSWith(t, d, spec, nil)
+}
+
+// dialWSWith dials through a dialer: one with a small receive buffer
+// (smallReceiveBuffer) stands for a client that reads slowly.
+func dialWSWith(t testing.TB, d *Devnet, spec *wsSchemas, dialer *net.Dialer) *wsClient {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(d.HTTPURL(), "http"), nil)
+	var opts *websocket.DialOptions
+	if dialer != nil {
+		tr := &http.Transport{DialContext: dialer.DialContext}
+		t.Cleanup(tr.CloseIdleConnections)
+		opts = &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}}
+	}
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(d.HTTPURL(), "http"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
