@@ -56,6 +56,25 @@ func TestWSUnsubscribe(t *testing.T) {
 			}
 		}
 	}
+	// The connection's limit refuses the next subscription without using
+	// up an id.
+	l := dialWS(t, d, spec)
+	for range connLimits.MaxSubscriptions {
+		l.subscribe("starknet_subscribeTransactionStatus", `["0x1"]`)
+	}
+	_, err := l.call("starknet_subscribeNewHeads", "")
+	if err == nil || err.Code != -32055 || err.Message != "too many subscriptions on this connection: limit is 100" {
+		t.Fatalf("subscription 101: %v", err)
+	}
+	if _, err := l.call("starknet_unsubscribe", `["101"]`); err == nil || err.Code != 66 {
+		t.Fatalf("unsubscribe of the refused id: %v", err)
+	}
+	if res := l.must("starknet_unsubscribe", `["100"]`); string(res) != "true" {
+		t.Fatalf("unsubscribe 100: %s", res)
+	}
+	if id := l.subscribe("starknet_subscribeTransactionStatus", `["0x1"]`); string(id) != `"101"` {
+		t.Fatalf("id after a refusal: %s", id)
+	}
 	// An ended subscription sends nothing more.
 	seal(t, d)
 	traffic(t, d)
