@@ -5,13 +5,15 @@
 // its state with Starknet's own Merkle-Patricia tries and hash functions
 // (Pedersen and Poseidon on the Stark field). It answers the methods
 // clients need — getEvents and getStateUpdate among them — over JSON-RPC
-// 2.0 on loopback HTTP, under the starknet_ and the seed's rollup_ names.
+// 2.0 on loopback HTTP, under the starknet_ and the seed's rollup_ names,
+// and on the same port, over a WebSocket, the subscriptions of the spec's
+// WebSocket API (subscriptions.go).
 //
 // Lifecycle: New checks the configuration and has no side effects; Start
 // opens the database (a file in DataDir, or a temporary one), writes the
 // genesis block on first use, serves HTTP and starts the block producer;
-// Close stops every goroutine, closes the database and removes temporary
-// files.
+// Close stops every goroutine (subscription streams included), closes the
+// database and removes temporary files.
 package starknetdevnet
 
 import (
