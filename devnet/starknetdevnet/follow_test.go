@@ -6,6 +6,9 @@ import (
 	"net"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/coder/websocket"
 )
 
 type headerJSON struct {
@@ -213,4 +216,50 @@ func TestWSReplayPaced(t *testing.T) {
 		defer d.subs.mu.Unlock()
 		return len(d.subs.followers) == 0 && len(d.subs.conns) == 0
 	})
+}
+
+// TestWSBackgroundClose runs subscriptions on a devnet that seals and
+// trades on its own timer, then closes the devnet under them: the client
+// sees the server go away, and no goroutine is left (goleak, in TestMain).
+func TestWSBackgroundClose(t *testing.T) {
+	spec := loadWSSpec(t)
+	d, _ := startDevnet(t, Config{BlockPeriod: 40 * time.Millisecond, Traffic: true})
+	w := dialWS(t, d, spec)
+	heads := w.subscribe("starknet_subscribeNewHeads", "")
+	events := w.subscribe("starknet_subscribeEvents", `{"keys":[["`+feltHex(&selTransfer)+`"]]}`)
+	pending := w.subscribe("starknet_subscribePendingTransactions", `{"transaction_details":true}`)
+	seen := map[string]int{}
+	var last uint64
+	for seen[string(heads)] < 4 || seen[string(events)] < 4 || seen[string(pending)] < 4 {
+		m := w.next()
+		if err := spec.checkNotification(m.Method, m.Params.SubscriptionID, m.Params.Result); err != nil {
+			t.Fatalf("%s: %v", m.Raw, err)
+		}
+		if string(m.Params.SubscriptionID) == string(heads) {
+			n := decodeJSON[headerJSON](t, m.Params.Result).BlockNumber
+			if seen[string(heads)] > 0 && n != last+1 {
+				t.Fatalf("header %d after %d", n, last)
+			}
+			last = n
+		}
+		seen[string(m.Params.SubscriptionID)]++
+	}
+	// The client keeps reading, so it answers the close handshake.
+	ended := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		for {
+			if _, _, err := w.c.Read(ctx); err != nil {
+				ended <- err
+				return
+			}
+		}
+	}()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ended; websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Fatalf("connection ended with %v, want going away", err)
+	}
 }
