@@ -30,6 +30,15 @@ type txn struct {
 	dataGas  uint64
 	events   []event
 	deployed bool // DEPLOY_ACCOUNT: sender is the receipt's contract_address
+
+	// What the transaction itself carries, for TXN_WITH_HASH (pending
+	// transaction subscriptions with transaction_details); kept in memory
+	// only, not stored.
+	nonce     uint64
+	calldata  []Felt // INVOKE: __execute__'s calldata; DEPLOY_ACCOUNT: the constructor's
+	classHash Felt   // DECLARE: the declared class; DEPLOY_ACCOUNT: the account's
+	compiled  Felt   // DECLARE: the compiled class hash
+	salt      Felt   // DEPLOY_ACCOUNT: the address salt
 }
 
 // Well-known names of the devnet's contracts. The fee token sits at the

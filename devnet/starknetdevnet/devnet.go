@@ -5,13 +5,15 @@
 // its state with Starknet's own Merkle-Patricia tries and hash functions
 // (Pedersen and Poseidon on the Stark field). It answers the methods
 // clients need — getEvents and getStateUpdate among them — over JSON-RPC
-// 2.0 on loopback HTTP, under the starknet_ and the seed's rollup_ names.
+// 2.0 on loopback HTTP, under the starknet_ and the seed's rollup_ names,
+// and on the same port, over a WebSocket, the subscriptions of the spec's
+// WebSocket API (subscriptions.go).
 //
 // Lifecycle: New checks the configuration and has no side effects; Start
 // opens the database (a file in DataDir, or a temporary one), writes the
 // genesis block on first use, serves HTTP and starts the block producer;
-// Close stops every goroutine, closes the database and removes temporary
-// files.
+// Close stops every goroutine (subscription streams included), closes the
+// database and removes temporary files.
 package starknetdevnet
 
 import (
@@ -73,6 +75,7 @@ type Devnet struct {
 	log     *slog.Logger
 	chain   chainParams
 	handler *jsonrpc.Server
+	subs    *hub // the WebSocket subscriptions
 
 	mu      sync.RWMutex // guards everything below; sealing holds it for writing
 	db      *sql.DB
@@ -133,6 +136,7 @@ func New(cfg Config) (*Devnet, error) {
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
+	d.subs = newHub(d.log)
 	d.handler = newServer(d)
 	return d, nil
 }
@@ -165,6 +169,7 @@ func (d *Devnet) Start(ctx context.Context) error {
 	if err := d.loadOrGenesis(ctx); err != nil {
 		return err
 	}
+	d.subs.head.Store(d.head.number)
 	ln, err := net.Listen("tcp", d.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("starknetdevnet: listen: %w", err)
@@ -228,6 +233,7 @@ func (d *Devnet) Close() error {
 			stop()
 		}
 		d.wg.Wait()
+		d.subs.close() // after the connections, so every subscription has ended
 		d.mu.Lock()
 		if d.db != nil {
 			errs = append(errs, d.db.Close())
@@ -305,6 +311,8 @@ func (d *Devnet) sealLocked(ctx context.Context) (uint64, error) {
 	}
 	d.head = &b.blockRow
 	d.openPending()
+	d.subs.included(b.number, b.txs)
+	d.subs.advanced(b.number, d.l1Head())
 	return b.number, nil
 }
 

@@ -259,21 +259,10 @@ func scanEvent(rows *sql.Rows) (emitted, error) {
 func appendEventsChunk(b []byte, events []emitted, token string) []byte {
 	b = append(b, `{"events":[`...)
 	for i := range events {
-		e := &events[i]
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, '{')
-		b = appendEventBody(b, &e.ev)
-		if e.blockHash != nil {
-			b = append(b, `,"block_hash":`...)
-			b = appendFeltJSON(b, e.blockHash)
-		}
-		b = append(b, `,"block_number":`...)
-		b = appendUint(b, e.at.block)
-		b = append(b, `,"transaction_hash":`...)
-		b = appendFeltJSON(b, &e.txHash)
-		b = append(b, '}')
+		b = appendEmitted(b, &events[i])
 	}
 	b = append(b, ']')
 	if token != "" {
@@ -281,5 +270,20 @@ func appendEventsChunk(b []byte, events []emitted, token string) []byte {
 		b = append(b, token...)
 		b = append(b, '"')
 	}
+	return append(b, '}')
+}
+
+// appendEmitted renders an EMITTED_EVENT.
+func appendEmitted(b []byte, e *emitted) []byte {
+	b = append(b, '{')
+	b = appendEventBody(b, &e.ev)
+	if e.blockHash != nil {
+		b = append(b, `,"block_hash":`...)
+		b = appendFeltJSON(b, e.blockHash)
+	}
+	b = append(b, `,"block_number":`...)
+	b = appendUint(b, e.at.block)
+	b = append(b, `,"transaction_hash":`...)
+	b = appendFeltJSON(b, &e.txHash)
 	return append(b, '}')
 }

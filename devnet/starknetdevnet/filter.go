@@ -98,7 +98,7 @@ func decodeEventsParams(raw jsontext.Value) (*eventFilter, error) {
 		}
 	}
 	if v, ok := obj["keys"]; ok {
-		if f.keys, err = decodeKeys(v, at); err != nil {
+		if f.keys, err = decodeKeys(v, at, "filter.keys"); err != nil {
 			return nil, err
 		}
 	}
@@ -127,11 +127,12 @@ func decodeEventsParams(raw jsontext.Value) (*eventFilter, error) {
 	return f, nil
 }
 
-// decodeKeys decodes the keys filter: an array of positions, each an array
-// of felts. Trailing empty positions match anything and are dropped, as
-// pathfinder does, so [["A"],[]] matches an event with the single key A.
-func decodeKeys(v jsontext.Value, at int) ([][]Felt, error) {
-	outer, err := rpcparams.Array(v, at, "filter.keys")
+// decodeKeys decodes a keys filter (field names it in errors): an array of
+// positions, each an array of felts. Trailing empty positions match
+// anything and are dropped, as pathfinder does, so [["A"],[]] matches an
+// event with the single key A.
+func decodeKeys(v jsontext.Value, at int, field string) ([][]Felt, error) {
+	outer, err := rpcparams.Array(v, at, field)
 	if err != nil {
 		return nil, err
 	}
@@ -141,8 +142,8 @@ func decodeKeys(v jsontext.Value, at int) ([][]Felt, error) {
 	keys := make([][]Felt, len(outer))
 	total := 0
 	for i, pos := range outer {
-		field := rpcparams.Index("filter.keys", i)
-		inner, err := rpcparams.Array(pos, at, field)
+		posField := rpcparams.Index(field, i)
+		inner, err := rpcparams.Array(pos, at, posField)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +152,7 @@ func decodeKeys(v jsontext.Value, at int) ([][]Felt, error) {
 			return nil, ErrTooManyKeys
 		}
 		for j, k := range inner {
-			f, err := decodeFelt(k, at, rpcparams.Index(field, j))
+			f, err := decodeFelt(k, at, rpcparams.Index(posField, j))
 			if err != nil {
 				return nil, err
 			}
@@ -297,10 +298,19 @@ func decodeFelt(v jsontext.Value, at int, field string) (Felt, error) {
 	return f, nil
 }
 
-// splitParams splits named or positional params; pos maps a param's index
-// to the position errors report (0 when named).
+// splitParams splits named or positional params whose first one is
+// required; pos maps a param's index to the position errors report (0 when
+// named).
 func splitParams(raw jsontext.Value, names ...string) (map[string]jsontext.Value, func(int) int, error) {
-	required := 1
+	return splitParamsN(raw, 1, names...)
+}
+
+// splitParamsN is splitParams with the first required params required. With
+// none required, absent params are an empty map.
+func splitParamsN(raw jsontext.Value, required int, names ...string) (map[string]jsontext.Value, func(int) int, error) {
+	if len(raw) == 0 && required == 0 {
+		return map[string]jsontext.Value{}, func(int) int { return 0 }, nil
+	}
 	if len(raw) > 0 && raw.Kind() == '{' {
 		obj, err := rpcparams.Object(raw, 0, "", names...)
 		if err != nil {

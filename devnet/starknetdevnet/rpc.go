@@ -22,7 +22,7 @@ const maxBody = 1 << 20
 // newServer returns the devnet's JSON-RPC server: HTTP POST and
 // WebSocket, through the shared jsonrpc.Server.
 func newServer(d *Devnet) *jsonrpc.Server {
-	return jsonrpc.NewServer(rpcHandler{d}, jsonrpc.ServerOptions{Limits: jsonrpc.Limits{MaxBodyBytes: maxBody}, Logger: d.log})
+	return jsonrpc.NewServer(rpcHandler{d}, jsonrpc.ServerOptions{Limits: jsonrpc.Limits{MaxBodyBytes: maxBody, Conn: connLimits}, Logger: d.log})
 }
 
 // rpcHandler is the jsonrpc.Handler of the devnet.
@@ -44,6 +44,13 @@ var methods = map[string]method{
 	"starknet_getTransactionReceipt": (*Devnet).rpcGetTransactionReceipt,
 	"starknet_getEvents":             (*Devnet).rpcGetEvents,
 	"starknet_getStateUpdate":        (*Devnet).rpcGetStateUpdate,
+
+	// The WebSocket API (subscriptions.go); over HTTP they answer -32601.
+	"starknet_subscribeNewHeads":            (*Devnet).rpcSubscribeNewHeads,
+	"starknet_subscribeEvents":              (*Devnet).rpcSubscribeEvents,
+	"starknet_subscribeTransactionStatus":   (*Devnet).rpcSubscribeTransactionStatus,
+	"starknet_subscribePendingTransactions": (*Devnet).rpcSubscribePendingTransactions,
+	"starknet_unsubscribe":                  (*Devnet).rpcUnsubscribe,
 }
 
 // ServeRPC answers one call; methods give their results as JSON.

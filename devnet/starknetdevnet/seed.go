@@ -85,6 +85,10 @@ func (d *Devnet) SeedEvents(ctx context.Context, blocks, eventsPerBlock int, see
 	defer insEv.Close()
 	emptyDiff := string(appendStateDiff(nil, newStateDiff()))
 	head := *d.head
+	// Status subscriptions waiting for a seeded transaction learn of it
+	// after the commit; the transactions are kept only when one waits.
+	track := d.subs.waitingForTxs()
+	var seeded [][]*txn
 	for range blocks {
 		n := head.number + 1
 		b := blockRow{number: n, parent: head.hash, oldRoot: head.newRoot, newRoot: head.newRoot,
@@ -95,7 +99,11 @@ func (d *Devnet) SeedEvents(ctx context.Context, blocks, eventsPerBlock int, see
 			return err
 		}
 		pos := 0
-		for i, t := range seededTxs(seed, n, eventsPerBlock) {
+		txs := seededTxs(seed, n, eventsPerBlock)
+		if track {
+			seeded = append(seeded, txs)
+		}
+		for i, t := range txs {
 			th, s := t.hash.Bytes(), t.sender.Bytes()
 			if _, err := insTx.ExecContext(ctx, th[:], n, i, t.kind, s[:], t.fee, t.l1Gas, t.dataGas, t.l2Gas, false); err != nil {
 				return err
@@ -112,7 +120,12 @@ func (d *Devnet) SeedEvents(ctx context.Context, blocks, eventsPerBlock int, see
 	if err := tx.Commit(); err != nil {
 		return err
 	}
+	first := d.head.number + 1
 	d.head = &head
 	d.openPending()
+	for i, txs := range seeded {
+		d.subs.included(first+uint64(i), txs)
+	}
+	d.subs.advanced(head.number, d.l1Head())
 	return nil
 }

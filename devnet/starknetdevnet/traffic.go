@@ -41,6 +41,7 @@ func (d *Devnet) GenerateTraffic() error {
 		return errNotRunning
 	}
 	p := d.pending
+	before := len(p.txs)
 	rng := roundRand(p.number, d.round)
 	d.round++
 	accts := d.world.accounts()
@@ -60,6 +61,7 @@ func (d *Devnet) GenerateTraffic() error {
 	case 2:
 		d.upgrade(accts[rng.IntN(len(accts))], rng)
 	}
+	d.subs.pendingAdded(p.number, p.txs[before:])
 	return nil
 }
 
@@ -109,7 +111,7 @@ func (d *Devnet) invoke(sender, to, selector Felt, args ...Felt) *txn {
 	calldata := append([]Felt{feltU64(1), to, selector, feltU64(uint64(len(args)))}, args...)
 	nonce := d.world.contracts[sender.Bytes()].nonce
 	h := v3Hash("invoke", sender, feesFor(), d.chain, nonce, poseidonMany(), poseidonMany(calldata...))
-	return &txn{hash: h, kind: kindInvoke, sender: sender}
+	return &txn{hash: h, kind: kindInvoke, sender: sender, nonce: nonce, calldata: calldata}
 }
 
 func (d *Devnet) transfer(from, to Felt, amount uint64) {
@@ -141,7 +143,8 @@ func (d *Devnet) deployAccount(rng *rand.Rand) {
 	w.setStorage(diff, addr, varPublicKey, pub)
 	d.transfer(funder, addr, 10*feeAmount)
 	t := &txn{hash: h, kind: kindDeployAccount, sender: addr, deployed: true,
-		events: []event{{from: addr, keys: []Felt{selOwnerAdded, pub}}}}
+		events:   []event{{from: addr, keys: []Felt{selOwnerAdded, pub}}},
+		calldata: []Felt{pub}, classHash: accountClass, salt: salt}
 	d.execute(t, true)
 }
 
@@ -155,7 +158,7 @@ func (d *Devnet) declareClass(sender Felt, rng *rand.Rand) {
 	nonce := d.world.contracts[sender.Bytes()].nonce
 	h := v3Hash("declare", sender, feesFor(), d.chain, nonce, poseidonMany(), class, compiled)
 	d.world.declare(d.pending.diff, class, compiled)
-	d.execute(&txn{hash: h, kind: kindDeclare, sender: sender}, true)
+	d.execute(&txn{hash: h, kind: kindDeclare, sender: sender, nonce: nonce, classHash: class, compiled: compiled}, true)
 }
 
 // upgrade replaces an account's class with another declared account class
