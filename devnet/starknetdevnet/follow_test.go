@@ -232,7 +232,7 @@ func TestWSBackgroundClose(t *testing.T) {
 	var last uint64
 	for seen[string(heads)] < 4 || seen[string(events)] < 4 || seen[string(pending)] < 4 {
 		m := w.next()
-		if err := spec.checkNotification(m.Method, m.Params.SubscriptionID, m.Params.Result); err != nil {
+		if err := spec.CheckNotification(m.Method, m.Params.SubscriptionID, m.Params.Result); err != nil {
 			t.Fatalf("%s: %v", m.Raw, err)
 		}
 		if string(m.Params.SubscriptionID) == string(heads) {

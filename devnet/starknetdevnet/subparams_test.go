@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/porticohq/portico/internal/starknetspec"
 )
 
 // TestWSUnsubscribe: true when the subscription ends now, false when this
@@ -51,7 +52,7 @@ func TestWSUnsubscribe(t *testing.T) {
 		case tc.code == 0 && (err != nil || string(res) != tc.result):
 			t.Errorf("unsubscribe %s: %s %v, want %s", tc.params, res, err, tc.result)
 		case tc.code == 0:
-			if err := spec.checkResult("starknet_unsubscribe", res); err != nil {
+			if err := spec.CheckResult("starknet_unsubscribe", res); err != nil {
 				t.Errorf("unsubscribe result %s: %v", res, err)
 			}
 		}
@@ -171,11 +172,11 @@ func TestWSBadParams(t *testing.T) {
 // that the two wrapped schemas of spec 0.8.1 are the ones unwrapped.
 func TestWSSchemaRejects(t *testing.T) {
 	spec := loadWSSpec(t)
-	if got := spec.unwrapped[specFile]; !slices.Equal(got, []string{"TXN_WITH_HASH"}) {
+	if got := spec.Unwrapped(starknetspec.APIFile); !slices.Equal(got, []string{"TXN_WITH_HASH"}) {
 		t.Errorf("unwrapped in %s: %v", specFile, got)
 	}
-	if got := spec.unwrapped[wsSpecFile]; !slices.Equal(got, []string{"SUBSCRIPTION_ID"}) {
-		t.Errorf("unwrapped in %s: %v", wsSpecFile, got)
+	if got := spec.Unwrapped(starknetspec.WSFile); !slices.Equal(got, []string{"SUBSCRIPTION_ID"}) {
+		t.Errorf("unwrapped in %s: %v", starknetspec.WSFile, got)
 	}
 	for _, tc := range []struct{ method, id, result string }{
 		{notifyNewHeads, `"1"`, `{"block_hash":"0x1"}`},
@@ -186,7 +187,7 @@ func TestWSSchemaRejects(t *testing.T) {
 		{notifyPendingTx, `"1"`, `{"transaction_hash":"0x1","type":"INVOKE"}`},
 		{notifyReorg, `"1"`, `{"starting_block_hash":"0x1","starting_block_number":1,"ending_block_hash":"0x2"}`},
 	} {
-		if err := spec.checkNotification(tc.method, []byte(tc.id), []byte(tc.result)); err == nil {
+		if err := spec.CheckNotification(tc.method, []byte(tc.id), []byte(tc.result)); err == nil {
 			t.Errorf("%s accepted id %s result %s", tc.method, tc.id, tc.result)
 		}
 	}

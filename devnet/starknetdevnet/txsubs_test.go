@@ -202,7 +202,7 @@ func TestWSPendingTransactions(t *testing.T) {
 			if m.Method != notifyPendingTx {
 				t.Fatalf("got %s", m.Raw)
 			}
-			if err := spec.checkNotification(m.Method, m.Params.SubscriptionID, m.Params.Result); err != nil {
+			if err := spec.CheckNotification(m.Method, m.Params.SubscriptionID, m.Params.Result); err != nil {
 				t.Fatalf("%s: %v", m.Raw, err)
 			}
 			got[string(m.Params.SubscriptionID)] = append(got[string(m.Params.SubscriptionID)], m.Params.Result)

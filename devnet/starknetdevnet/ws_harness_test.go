@@ -1,163 +1,29 @@
 package starknetdevnet
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/porticohq/portico/internal/starknetspec"
 )
 
-const wsSpecFile = "testdata/starknet_ws_api_v0.8.1.json"
-
-// The WebSocket spec refers to the main one as ./api/starknet_api_openrpc.json;
-// both are registered under these addresses so that its $refs resolve.
-const (
-	specBase   = "https://portico.test/testdata/"
-	wsSpecURL  = specBase + "starknet_ws_api_v0.8.1.json"
-	apiSpecURL = specBase + "api/starknet_api_openrpc.json"
-)
-
-// wsSchemas compiles the WebSocket spec's schemas: each notification's
-// result, each subscribe method's result, and SUBSCRIPTION_ID.
-type wsSchemas struct {
-	mu      sync.Mutex
-	c       *jsonschema.Compiler
-	methods map[string]int
-	cache   map[string]*jsonschema.Schema
-	// unwrapped names the component schemas whose body the spec wraps in
-	// {"schema": …}, by document.
-	unwrapped map[string][]string
-}
+// wsSchemas checks notifications and results against the spec's schemas.
+type wsSchemas = starknetspec.WS
 
 func loadWSSpec(t testing.TB) *wsSchemas {
 	t.Helper()
-	s := &wsSchemas{c: jsonschema.NewCompiler(), methods: map[string]int{}, cache: map[string]*jsonschema.Schema{}, unwrapped: map[string][]string{}}
-	for file, url := range map[string]string{specFile: apiSpecURL, wsSpecFile: wsSpecURL} {
-		raw, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.unwrapped[file] = unwrapComponents(doc)
-		if err := s.c.AddResource(url, doc); err != nil {
-			t.Fatal(err)
-		}
-		if file == wsSpecFile {
-			var info struct{ Methods []struct{ Name string } }
-			if err := json.Unmarshal(raw, &info); err != nil {
-				t.Fatal(err)
-			}
-			for i, m := range info.Methods {
-				s.methods[m.Name] = i
-			}
-		}
+	s, err := starknetspec.Load("testdata")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return s
-}
-
-// unwrapComponents fixes two schemas of spec 0.8.1 that are written as
-// {"schema": {…}} (SUBSCRIPTION_ID in the WebSocket spec, TXN_WITH_HASH in
-// the main one). As JSON Schema such a wrapper constrains nothing, so a
-// number would pass as a subscription id, and a transaction hash would
-// match both branches of the pending-transactions result's oneOf and fail
-// it. The body is what the spec means; it is checked instead.
-func unwrapComponents(doc any) []string {
-	comps, _ := doc.(map[string]any)["components"].(map[string]any)
-	schemas, _ := comps["schemas"].(map[string]any)
-	var names []string
-	for name, v := range schemas {
-		m, _ := v.(map[string]any)
-		inner, ok := m["schema"]
-		if !ok {
-			continue
-		}
-		if _, typed := m["type"]; typed {
-			continue
-		}
-		schemas[name] = inner
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
-}
-
-func (s *wsSchemas) compile(ptr string) (*jsonschema.Schema, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sch, ok := s.cache[ptr]; ok {
-		return sch, nil
-	}
-	sch, err := s.c.Compile(wsSpecURL + "#" + ptr)
-	if err != nil {
-		return nil, fmt.Errorf("compile %s: %w", ptr, err)
-	}
-	s.cache[ptr] = sch
-	return sch, nil
-}
-
-func validateJSON(sch *jsonschema.Schema, raw []byte) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	return sch.Validate(v)
-}
-
-// checkNotification validates a notification's subscription id against
-// SUBSCRIPTION_ID and its result against the method's result param.
-func (s *wsSchemas) checkNotification(method string, id, result []byte) error {
-	i, ok := s.methods[method]
-	if !ok {
-		return fmt.Errorf("no method %s in the WebSocket spec", method)
-	}
-	sch, err := s.compile("/methods/" + strconv.Itoa(i) + "/params/1/schema")
-	if err != nil {
-		return err
-	}
-	if err := validateJSON(sch, result); err != nil {
-		return fmt.Errorf("result: %w", err)
-	}
-	return s.checkID(id)
-}
-
-// checkID validates a subscription id.
-func (s *wsSchemas) checkID(id []byte) error {
-	sch, err := s.compile("/components/schemas/SUBSCRIPTION_ID")
-	if err != nil {
-		return err
-	}
-	return validateJSON(sch, id)
-}
-
-// checkResult validates a WebSocket method's result.
-func (s *wsSchemas) checkResult(method string, result []byte) error {
-	if rest, ok := strings.CutPrefix(method, "rollup_"); ok {
-		method = "starknet_" + rest
-	}
-	i, ok := s.methods[method]
-	if !ok {
-		return fmt.Errorf("no method %s in the WebSocket spec", method)
-	}
-	sch, err := s.compile("/methods/" + strconv.Itoa(i) + "/result/schema")
-	if err != nil {
-		return err
-	}
-	return validateJSON(sch, result)
 }
 
 // wsClient talks JSON-RPC to the devnet over a real WebSocket.
@@ -269,7 +135,7 @@ func (w *wsClient) must(method, params string) json.RawMessage {
 func (w *wsClient) subscribe(method, params string) json.RawMessage {
 	w.t.Helper()
 	id := w.must(method, params)
-	if err := w.spec.checkResult(method, id); err != nil {
+	if err := w.spec.CheckResult(method, id); err != nil {
 		w.t.Fatalf("%s result %s: %v", method, id, err)
 	}
 	return id
@@ -298,7 +164,7 @@ func (w *wsClient) expect(method string, id json.RawMessage) wsMessage {
 	if m.Method != method || string(m.Params.SubscriptionID) != string(id) {
 		w.t.Fatalf("got %s, want a %s for subscription %s", m.Raw, method, id)
 	}
-	if err := w.spec.checkNotification(m.Method, m.Params.SubscriptionID, m.Params.Result); err != nil {
+	if err := w.spec.CheckNotification(m.Method, m.Params.SubscriptionID, m.Params.Result); err != nil {
 		w.t.Fatalf("%s does not match spec 0.8.1: %v", m.Raw, err)
 	}
 	return m
