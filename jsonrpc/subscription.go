@@ -30,8 +30,8 @@ type Sub struct {
 	pending  [][]byte // notifications sent before that
 	endLater bool     // End was called before that: end once they are out
 	ended    bool
-	done    chan struct{}
-	onEnd   []func()
+	done     chan struct{}
+	onEnd    []func()
 }
 
 // subs is a connection's subscriptions by id.
