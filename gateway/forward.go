@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"log/slog"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -34,7 +33,7 @@ func (g *Gateway) forward(ctx context.Context, rq request, p prepared, frame []b
 			return framed(frame, res, cacheNone)
 		}
 	}
-	req := upstream.Request{Method: m.Name, Params: params.Send, Write: m.Write, Block: params.Block}
+	req := upstream.Request{Method: m.Name, Params: params.Send, Write: m.Write, Block: params.Block, Served: p.served}
 	if params.Pin != nil && params.Block.Kind == portico.BlockTag && fresh {
 		if head, ok := net.Methods.chain.Tags[params.Block.Tag]; ok {
 			if n, ok := heads.Of(head); ok {
@@ -86,9 +85,6 @@ func (g *Gateway) forward(ctx context.Context, rq request, p prepared, frame []b
 	if key != "" && len(res) > 0 && res.Kind() != 'n' && !repinned {
 		// A null (a transaction or block not there yet) may still change.
 		g.store(ctx, net.Name, key, policy, params, req.Block, heads, res)
-	}
-	if g.log.Enabled(ctx, slog.LevelDebug) {
-		g.log.Debug("call", "network", net.Name, "method", m.Name, "key", rq.id.Name, "bytes", len(res))
 	}
 	if frame != nil {
 		return outcome{result: res, framed: full, cache: state}

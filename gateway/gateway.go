@@ -20,11 +20,13 @@ import (
 	"github.com/coder/websocket"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/upstream"
 )
 
@@ -119,6 +121,14 @@ type Config struct {
 	Meter Meter
 	// Logger receives access and error logs; keys never reach it.
 	Logger *slog.Logger
+	// AccessLog, when set, logs a line per call to Logger at info level.
+	AccessLog *AccessLog
+	// Metrics records calls, cache use, credits, WebSocket connections
+	// and subscriptions; nil records nothing.
+	Metrics *metrics.Metrics
+	// Tracer, when set, starts a span per call (a child of the client's
+	// traceparent, if it sent one); the pool's attempts are its children.
+	Tracer trace.Tracer
 }
 
 // Gateway is the request-serving core with its two transports.
@@ -132,6 +142,7 @@ type Gateway struct {
 	hitOff  int // percent of a hit's cost given back
 	meter   Meter
 	log     *slog.Logger
+	obs     observer
 	conns   atomic.Int64 // open TCP connections over all listeners
 	addrs   addrCounts[netip.Addr]
 	wsConns atomic.Int64
@@ -158,6 +169,10 @@ func New(cfg Config) *Gateway {
 	}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
+	}
+	g.obs = observer{metrics: cfg.Metrics, tracer: cfg.Tracer}
+	if a := cfg.AccessLog; a != nil && g.log.Enabled(context.Background(), slog.LevelInfo) {
+		g.obs.log, g.obs.sample = g.log, min(max(a.Sample, 0), 1)
 	}
 	g.hub = &subHub{g: g, topics: map[topicKey]*topic{}, perKey: map[string]int{}}
 	for _, n := range cfg.Networks {

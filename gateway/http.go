@@ -93,7 +93,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed *Network) {
 	// fasthttp's RequestCtx is a context only in name (it ends with the
 	// server, not the request, and every context derived from it would
 	// start a goroutine); upstream calls are bounded by their timeouts.
-	out, status, info := g.handle(context.Background(), rq, body, ctx.Response.SwapBody(nil)[:0])
+	out, status, info := g.handle(g.obs.traceContext(context.Background(), &ctx.Request.Header), rq, body, ctx.Response.SwapBody(nil)[:0])
 	if info.bill != nil {
 		creditHeaders(ctx.Response.Header.Set, info.bill)
 	}

@@ -17,11 +17,13 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/upstream"
 )
 
@@ -115,6 +117,11 @@ type options struct {
 	pool    upstream.PoolConfig
 	meter   gateway.Meter
 	keys    []apikey.Entry // beside the test key
+	// auth replaces the key set when set.
+	auth    gateway.Authenticator
+	metrics *metrics.Metrics
+	tracer  trace.Tracer
+	access  *gateway.AccessLog
 }
 
 func newEnv(t *testing.T, o options) *env {
@@ -130,7 +137,6 @@ func newEnv(t *testing.T, o options) *env {
 	}
 	pc := o.pool
 	pc.Network, pc.Members = "testnet", members
-	pool := upstream.NewPool(pc)
 	limits := gateway.Limits{
 		MaxBodyBytes: 4096, MaxBatch: 5, MaxWSMessageBytes: 4096, MaxConnections: 100, MaxWSConnections: 4,
 		ReadTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 10 * time.Second,
@@ -142,13 +148,27 @@ func newEnv(t *testing.T, o options) *env {
 	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cache := gateway.NewCache(1<<20, nil)
 	t.Cleanup(cache.Close)
+	var keys gateway.Authenticator = apikey.NewSet(append(o.keys, apikey.Entry{Name: "tester", Hash: apikey.Sum(testKey)})...)
+	if o.auth != nil {
+		keys = o.auth
+	}
+	if o.metrics != nil {
+		pc.OnAttempt = func(node string, took time.Duration, failed bool) {
+			o.metrics.Upstream("testnet", node, took.Seconds(), failed)
+		}
+	}
+	pc.Tracer = o.tracer
+	pool := upstream.NewPool(pc)
 	e.gw = gateway.New(gateway.Config{
-		Keys:     apikey.NewSet(append(o.keys, apikey.Entry{Name: "tester", Hash: apikey.Sum(testKey)})...),
-		Networks: []*gateway.Network{{Name: "testnet", Hosts: []string{"testnet.localhost"}, Methods: methods, Upstream: pool}},
-		Limits:   limits,
-		Cache:    cache,
-		Meter:    o.meter,
-		Logger:   logger,
+		Keys:      keys,
+		Metrics:   o.metrics,
+		Tracer:    o.tracer,
+		AccessLog: o.access,
+		Networks:  []*gateway.Network{{Name: "testnet", Hosts: []string{"testnet.localhost"}, Methods: methods, Upstream: pool}},
+		Limits:    limits,
+		Cache:     cache,
+		Meter:     o.meter,
+		Logger:    logger,
 	})
 	e.srv = startServer(t, e.gw, e.gw.NetworkHandler("testnet"))
 	t.Cleanup(func() {

@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/porticohq/portico/jsonrpc"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/porticohq/portico/jsonrpc"
 )
 
 // RedisShared is a Shared cache in Redis for many instances: final

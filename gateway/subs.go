@@ -119,9 +119,11 @@ func (g *Gateway) subscribe(ctx context.Context, rq request, p prepared) outcome
 		return outcome{err: err}
 	}
 	c.t = t
+	g.obs.metrics.Subscription(rq.net.Name, p.subParams.Kind, 1)
 	s.OnEnd(func() {
 		t.leave(c)
 		release()
+		g.obs.metrics.Subscription(rq.net.Name, p.subParams.Kind, -1)
 	})
 	return outcome{result: id}
 }
@@ -461,15 +463,26 @@ func (t *topic) send(method string, result jsontext.Value) {
 		for name, cs := range byKey {
 			if _, err := m.Charge(context.Background(), cs[0].ident, []metering.Item{{Method: item, Cost: cost * int64(len(cs))}}); err != nil {
 				refused[name] = err
+				var quota *portico.QuotaError
+				if errors.As(err, &quota) {
+					t.hub.g.obs.metrics.Refused(name, quota.Limit, len(cs))
+				} else {
+					t.hub.g.obs.metrics.MeteringFailure()
+				}
+			} else {
+				t.hub.g.obs.metrics.Credits(name, cost*int64(len(cs)))
 			}
 		}
 	}
 	prefix, suffix := t.envelope(method, result)
+	sent := 0
+	defer func() { t.hub.g.obs.metrics.Notifications(t.net.Name, t.sp.Kind, sent) }()
 	for _, c := range clients {
 		if err := refused[c.ident.Name]; err != nil {
 			t.refuse(c, err)
 			continue
 		}
+		sent++
 		msg := make([]byte, 0, len(prefix)+len(c.sub.ID())+len(suffix))
 		msg = append(append(append(msg, prefix...), c.sub.ID()...), suffix...)
 		c.sub.Notify(msg)

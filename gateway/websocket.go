@@ -165,6 +165,8 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		return
 	}
 	defer g.untrack(c)
+	g.obs.metrics.WebSocket(1)
+	defer g.obs.metrics.WebSocket(-1)
 	c.Serve(r.Context(), func(ctx context.Context, body []byte) []byte {
 		out, _, _ := g.handle(ctx, rq, body, nil)
 		return out

@@ -36,6 +36,8 @@ const (
 	// OutcomeFailed is a call no node answered (unavailable, timeout) or
 	// an internal error.
 	OutcomeFailed = "failed"
+	// OutcomeCancelled is a call whose client went away before its answer.
+	OutcomeCancelled = "cancelled"
 )
 
 // Metrics are the registry and Portico's collectors.
@@ -46,7 +48,6 @@ type Metrics struct {
 	callSeconds     *prometheus.HistogramVec
 	upstreamSeconds *prometheus.HistogramVec
 	upstreamErrors  *prometheus.CounterVec
-	hedges          *prometheus.CounterVec
 	cache           *prometheus.CounterVec
 	credits         *prometheus.CounterVec
 	refused         *prometheus.CounterVec
@@ -78,8 +79,6 @@ func New() *Metrics {
 		[]string{"network", "node"})
 	m.upstreamErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "portico_upstream_errors_total",
 		Help: "Attempts a node failed (refused, reset, timeout, 5xx, unusable answer), by network and node."}, []string{"network", "node"})
-	m.hedges = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "portico_upstream_hedges_total",
-		Help: "Reads sent to a second node because the first (the node label) had not answered in time."}, []string{"network", "node"})
 	m.cache = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "portico_cache_requests_total",
 		Help: "Calls that could be answered from cache, by network, method and result (hit or miss)."}, []string{"network", "method", "result"})
 	m.credits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "portico_credits_charged_total",
@@ -93,13 +92,13 @@ func New() *Metrics {
 		Help: "Notifications sent to clients, by network and kind."}, []string{"network", "kind"})
 	m.meteringErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "portico_metering_failures_total",
 		Help: "Charges that failed because the counter or the journal did (the calls were refused)."})
-	m.reg.MustRegister(m.calls, m.callSeconds, m.upstreamSeconds, m.upstreamErrors, m.hedges, m.cache, m.credits, m.refused,
+	m.reg.MustRegister(m.calls, m.callSeconds, m.upstreamSeconds, m.upstreamErrors, m.cache, m.credits, m.refused,
 		m.wsConns, m.subs, m.notifications, m.meteringErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// Register adds a collector (the nodes' state) to the registry.
+// Register adds a collector to the registry.
 func (m *Metrics) Register(c prometheus.Collector) error { return m.reg.Register(c) }
 
 // Handler serves the metrics in Prometheus' text format.
@@ -142,14 +141,6 @@ func (m *Metrics) Upstream(network, node string, seconds float64, failed bool) {
 	if failed {
 		m.upstreamErrors.WithLabelValues(network, node).Inc()
 	}
-}
-
-// Hedge records a hedge sent because node was slow.
-func (m *Metrics) Hedge(network, node string) {
-	if m == nil {
-		return
-	}
-	m.hedges.WithLabelValues(network, node).Inc()
 }
 
 // Cache records a call that could be answered from cache.

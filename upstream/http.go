@@ -105,6 +105,7 @@ func (h *HTTP) Call(ctx context.Context, method string, params jsontext.Value, d
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType("application/json")
 	req.Header.Set("Accept", "application/json")
+	injectTrace(ctx, &req.Header)
 	req.SetBody(jsonrpc.AppendRequest(req.Body()[:0], []byte(requestID), method, params))
 
 	var err error

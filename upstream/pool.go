@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/jsonrpc"
@@ -43,6 +47,15 @@ type PoolConfig struct {
 	Hedge Hedge
 	// Logger receives failover, head and chain events; nil discards them.
 	Logger *slog.Logger
+	// OnAttempt, when set, is told of every attempt at a node that ended
+	// on its own: how long the node took and whether it failed (an
+	// attempt cancelled because another node answered first is not
+	// reported). It runs on the attempt's goroutine and must be quick.
+	OnAttempt func(node string, took time.Duration, failed bool)
+	// Tracer, when set, starts a span per attempt, a child of the span in
+	// the call's context, and HTTP nodes get the trace context in the
+	// traceparent header.
+	Tracer trace.Tracer
 	// Now is the clock of health and suspicion (not of timeouts); nil means
 	// time.Now.
 	Now func() time.Time
@@ -77,6 +90,9 @@ type Request struct {
 	// another block than Block: an answer the cache must not keep as
 	// Block's.
 	Repinned *bool
+	// Served, when not nil, is set to the name of the node whose answer
+	// is returned, for logs and traces.
+	Served *string
 }
 
 // Pool sends each call to the best node of a network for that call, hedges
@@ -104,6 +120,8 @@ type Pool struct {
 	hedge   Hedge
 	log     *slog.Logger
 	now     func() time.Time
+	observe func(node string, took time.Duration, failed bool)
+	tracer  trace.Tracer
 
 	mu           sync.Mutex
 	heads        portico.Heads // the network's: the best of its nodes
@@ -122,7 +140,7 @@ func NewPool(cfg PoolConfig) *Pool {
 	p := &Pool{
 		network: cfg.Network, timeout: cfg.Timeout, attempt: cfg.AttemptTimeout, chain: cfg.Chain,
 		chainID: cfg.ChainID, poll: cfg.PollInterval, maxLag: cfg.MaxLag, hedge: cfg.Hedge,
-		log: cfg.Logger, now: cfg.Now, known: map[uint64]string{},
+		log: cfg.Logger, now: cfg.Now, known: map[uint64]string{}, observe: cfg.OnAttempt, tracer: cfg.Tracer,
 	}
 	if p.timeout <= 0 {
 		p.timeout = 20 * time.Second
@@ -150,6 +168,9 @@ func NewPool(cfg PoolConfig) *Pool {
 	}
 	if p.now == nil {
 		p.now = time.Now
+	}
+	if p.tracer == nil {
+		p.tracer = noop.NewTracerProvider().Tracer("")
 	}
 	for i, m := range cfg.Members {
 		p.members = append(p.members, &member{Member: m, index: i})
@@ -208,12 +229,32 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 		go func() {
 			actx, acancel := context.WithDeadline(ctx, minTime(deadline, time.Now().Add(p.attempt)))
 			defer acancel()
+			actx, span := p.tracer.Start(actx, "upstream "+req.Method, trace.WithSpanKind(trace.SpanKindClient))
 			start := time.Now()
 			res, err := m.Node.Call(actx, req.Method, params, buf)
 			if err != nil && !isAnswer(err) {
 				err = classify(actx, err)
 			}
-			results <- attempt{m: m, res: res, err: err, start: start, took: time.Since(start), repinned: repinned}
+			took := time.Since(start)
+			failed := err != nil && !isAnswer(err)
+			lost := failed && errors.Is(ctx.Err(), context.Canceled) // another node answered, or the caller left
+			if span.IsRecording() {
+				span.SetAttributes(attribute.String("portico.network", p.network), attribute.String("portico.node", m.Name),
+					attribute.String("rpc.method", req.Method), attribute.Bool("portico.repinned", repinned))
+				switch {
+				case lost:
+					span.SetAttributes(attribute.Bool("portico.cancelled", true))
+				case failed:
+					span.SetStatus(codes.Error, err.Error())
+				case err != nil:
+					span.SetAttributes(attribute.String("portico.node_error", err.Error()))
+				}
+			}
+			span.End()
+			if p.observe != nil && !lost {
+				p.observe(m.Name, took, failed)
+			}
+			results <- attempt{m: m, res: res, err: err, start: start, took: took, repinned: repinned}
 		}()
 	}
 	launch()
@@ -236,6 +277,9 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 				a.m.ok(a.took, a.m != slow)
 				if req.Repinned != nil {
 					*req.Repinned = a.repinned
+				}
+				if req.Served != nil {
+					*req.Served = a.m.Name
 				}
 				return a.res, a.err
 			}
