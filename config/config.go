@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -45,6 +46,35 @@ type Config struct {
 	Networks []Network `yaml:"networks"`
 	// Log sets the log output.
 	Log Log `yaml:"log"`
+	// Metrics is the Prometheus endpoint.
+	Metrics Metrics `yaml:"metrics"`
+	// Tracing sends OpenTelemetry traces.
+	Tracing Tracing `yaml:"tracing"`
+}
+
+// Metrics configures the Prometheus endpoint, /metrics.
+type Metrics struct {
+	// Disabled turns the endpoint off.
+	Disabled bool `yaml:"disabled"`
+	// Listen, when set, serves /metrics on a listener of its own instead
+	// of the shared one, for operators whose shared listener is public
+	// (the metrics name keys and nodes).
+	Listen string `yaml:"listen"`
+}
+
+// Tracing configures OpenTelemetry traces. They are off unless Endpoint or
+// the standard OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT)
+// environment variable is set; OTEL_SDK_DISABLED=true or
+// OTEL_TRACES_EXPORTER=none turn them off again.
+type Tracing struct {
+	// Endpoint is the OTLP/HTTP collector's URL, such as
+	// http://127.0.0.1:4318 (traces go to /v1/traces under it).
+	Endpoint string `yaml:"endpoint"`
+	// SampleRatio is the share of traces started here that are kept,
+	// from 0 to 1; a client's traceparent decides for its own traces.
+	// Unset, OTEL_TRACES_SAMPLER decides, and without it every trace is
+	// kept.
+	SampleRatio *float64 `yaml:"sample_ratio"`
 }
 
 // Key is one API key: either the key itself (usually as ${ENV}) or its
@@ -152,6 +182,10 @@ type Log struct {
 	Level string `yaml:"level"`
 	// Format is text or json.
 	Format string `yaml:"format"`
+	// AccessSample is the share of calls given an access-log line at
+	// info level, from 0 to 1; calls that failed are always logged. The
+	// default, 1, logs every call.
+	AccessSample float64 `yaml:"access_sample"`
 }
 
 // Network is one served network.
@@ -275,7 +309,7 @@ func DefaultConfig() Config {
 			WSIdleTimeout:                 10 * time.Minute,
 		},
 		Cache:    Cache{MaxBytes: 64 << 20, RedisPrefix: "portico:cache:", RedisTTL: 24 * time.Hour, RedisMaxEntryBytes: 1 << 20},
-		Log:      Log{Level: "info", Format: "text"},
+		Log:      Log{Level: "info", Format: "text", AccessSample: 1},
 		Store:    Store{KeyCacheTTL: 5 * time.Second},
 		Metering: Metering{FlushInterval: time.Second, DefaultDailyCredits: 3_000_000, RedisPrefix: "portico:"},
 	}
@@ -414,6 +448,22 @@ func (c *Config) Validate() error {
 	case "text", "json":
 	default:
 		return fmt.Errorf("config: log.format: %q is not one of text, json", c.Log.Format)
+	}
+	if c.Log.AccessSample < 0 || c.Log.AccessSample > 1 {
+		return fmt.Errorf("config: log.access_sample: %v is not from 0 to 1", c.Log.AccessSample)
+	}
+	if c.Metrics.Listen != "" {
+		if err := checkAddr("metrics.listen", c.Metrics.Listen); err != nil {
+			return err
+		}
+	}
+	if r := c.Tracing.SampleRatio; r != nil && (*r < 0 || *r > 1) {
+		return fmt.Errorf("config: tracing.sample_ratio: %v is not from 0 to 1", *r)
+	}
+	if e := c.Tracing.Endpoint; e != "" {
+		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("config: tracing.endpoint: %q is not an http or https URL", e)
+		}
 	}
 	names := map[string]bool{}
 	hosts := map[string]string{}
