@@ -38,26 +38,41 @@ var notRun = map[string]string{
 	"make test": "runs every test, this one included",
 }
 
-// knownBroken are README commands that fail today. They are still run, and
-// must fail: once one works, the test says so, and it leaves this list.
-var knownBroken = map[string]string{
-	// Fixed on branch auth-house: init asks for a verifier (--jwks-url or
-	// --pem-file with --issuer and --audience), which the README does not
-	// give.
-	"go run ./cmd/portico auth node init --nodes 5 --dir keynet": "fixed on branch auth-house",
-}
-
-// readmeInputs are files the README's commands expect the reader to have,
-// and the repository files the test gives them instead.
-var readmeInputs = map[string]string{
-	"login.json": "testdata/readme/login.json",                  // a login config: passwordless and one custom JWT verifier
-	"v6.json":    "../../auth/testdata/migrate/minimal.v6.json", // a v6 SDK init config
-}
+// knownBroken are README commands that fail today, by the command as
+// written, with where they are being fixed. They are still run, and must
+// fail: once one works, the test says so, and it leaves this list. (It held
+// `auth node init --nodes 5 --dir keynet`, which asked for a verifier the
+// README did not give, until branch auth-house changed the README's line.)
+var knownBroken = map[string]string{}
 
 // readmeBlock is one ```sh block of the README.
 type readmeBlock struct {
 	line int // of the block's first command, 1-based
 	text string
+}
+
+// commandLine is a command of a block: a line, with the lines it continues
+// on (a trailing backslash) joined to it.
+type commandLine struct {
+	line int // where it starts, 1-based
+	text string
+}
+
+// commands splits a block into its command lines.
+func (b readmeBlock) commands() []commandLine {
+	var out []commandLine
+	cont := false
+	for i, l := range strings.Split(strings.TrimRight(b.text, "\n"), "\n") {
+		joined, more := strings.CutSuffix(l, "\\")
+		switch {
+		case cont:
+			out[len(out)-1].text += " " + strings.TrimSpace(joined)
+		case strings.TrimSpace(l) != "":
+			out = append(out, commandLine{line: b.line + i, text: joined})
+		}
+		cont = more
+	}
+	return out
 }
 
 // readmeBlocks returns the ```sh blocks of a Markdown document.
@@ -174,22 +189,13 @@ func TestREADME(t *testing.T) {
 	if len(blocks) < 5 {
 		t.Fatalf("found %d ```sh blocks in README.md", len(blocks))
 	}
-	inputs := map[string][]byte{}
-	for name, path := range readmeInputs {
-		if inputs[name], err = os.ReadFile(path); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	// The README's relative paths (portico-data, sol-data, keynet, …) are
-	// the reader's working directory: here a temporary one.
+	// the reader's working directory, a checkout: here a temporary one,
+	// into which the repository files a command names (testdata/…) are
+	// copied at the same path.
 	dir := t.TempDir()
 	t.Chdir(dir)
-	for name, b := range inputs {
-		if err := os.WriteFile(name, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// Servers the README starts on their default ports (8550 for auth
 	// serve) listen on a free port instead, so that the test does not
 	// collide with a portico the developer runs.
@@ -218,26 +224,28 @@ func TestREADME(t *testing.T) {
 		if b.isSession() {
 			continue
 		}
-		for i, line := range strings.Split(strings.TrimRight(b.text, "\n"), "\n") {
-			if strings.TrimSpace(line) == "" {
-				continue
-			}
-			words, out, err := shellWords(line)
+		for _, c := range b.commands() {
+			words, out, err := shellWords(c.text)
 			if err != nil {
-				t.Errorf("README.md:%d: %v", b.line+i, err)
+				t.Errorf("README.md:%d: %v", c.line, err)
 				continue
 			}
 			cmdline := strings.Join(words, " ")
 			if out != "" {
 				cmdline += " > " + out
 			}
-			name := fmt.Sprintf("line %d %s", b.line+i, cmdline)
+			name := fmt.Sprintf("line %d %s", c.line, cmdline)
 			if reason, ok := notRun[cmdline]; ok {
-				t.Logf("README.md:%d not run (%s): %s", b.line+i, reason, cmdline)
+				t.Logf("README.md:%d not run (%s): %s", c.line, reason, cmdline)
 				continue
 			}
 			ran++
 			t.Run(name, func(t *testing.T) {
+				for _, w := range words {
+					if strings.Contains(w, "testdata/") {
+						copyFromRepo(t, repo, w)
+					}
+				}
 				err := runReadmeCommand(ctx, t, repo, words, out, gw)
 				if reason, broken := knownBroken[cmdline]; broken {
 					if err == nil {
@@ -301,7 +309,11 @@ func parseReady(t *testing.T, out string) gatewayAddrs {
 // listener's, then each built-in network's own) to the ones this run got.
 func readmePorts(t *testing.T, gw gatewayAddrs) map[string]string {
 	t.Helper()
+	// The built-in networks, in the order serve gives them ports.
 	def := config.DefaultConfig()
+	if err := checkConfig(&def); err != nil {
+		t.Fatal(err)
+	}
 	port := func(addr string) string {
 		_, p, err := net.SplitHostPort(strings.TrimPrefix(addr, "http://"))
 		if err != nil {
@@ -462,13 +474,15 @@ func runReadmeCommand(ctx context.Context, t *testing.T, repo string, words []st
 		c := startCommand(ctx, t, args)
 		m := c.wait(t, regexp.MustCompile(`serving the session server on (http://\S+)/`))
 		url := regexp.MustCompile(`(http://\S+)/`).FindStringSubmatch(m)[1]
-		resp, err := http.Get(url + "/healthz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("GET /healthz: %s", resp.Status)
+		for _, path := range []string{"/", "/healthz"} {
+			resp, err := http.Get(url + path)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				return fmt.Errorf("GET %s: %s", path, resp.Status)
+			}
 		}
 		return c.stop(t)
 	}
