@@ -545,7 +545,15 @@ func makeRun(ctx context.Context, t *testing.T, repo string, words []string) err
 	args := append(words[1:], "BIN="+filepath.Join(wd, "make-run-bin", "portico"), "DATA_DIR="+filepath.Join(wd, "make-run-data"), "GO="+goCmd)
 	cmd := exec.CommandContext(ctx, "make", args...)
 	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "PORTICO_LISTEN=127.0.0.1:0")
+	// A reader's terminal has no make of its own around: under `make
+	// test`, MAKELEVEL and MAKEFLAGS would make this a sub-make, which
+	// prints "Entering directory" lines around its output.
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(name, "MAKE") && name != "MFLAGS" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "PORTICO_LISTEN=127.0.0.1:0")
 	term, err := startInTerminal(cmd)
 	if err != nil {
 		return err
