@@ -455,6 +455,9 @@ func runReadmeCommand(ctx context.Context, t *testing.T, repo string, words []st
 		return fmt.Errorf("no way to run %q: run it here or list it in notRun", strings.Join(words, " "))
 	}
 	args := words[3:]
+	if len(args) < 2 {
+		return fmt.Errorf("%q names no subcommand", strings.Join(words, " "))
+	}
 	// Servers given a fixed --listen address get a free port instead, for
 	// the same reason as PORTICO_AUTH_LISTEN.
 	for i := range args {
