@@ -455,8 +455,12 @@ func runReadmeCommand(ctx context.Context, t *testing.T, repo string, words []st
 		return fmt.Errorf("no way to run %q: run it here or list it in notRun", strings.Join(words, " "))
 	}
 	args := words[3:]
-	if len(args) < 2 {
-		return fmt.Errorf("%q names no subcommand", strings.Join(words, " "))
+	if len(args) == 0 {
+		return fmt.Errorf("%q names no command", strings.Join(words, " "))
+	}
+	sub := ""
+	if len(args) > 1 {
+		sub = args[1]
 	}
 	// Servers given a fixed --listen address get a free port instead, for
 	// the same reason as PORTICO_AUTH_LISTEN.
@@ -470,16 +474,16 @@ func runReadmeCommand(ctx context.Context, t *testing.T, repo string, words []st
 		}
 	}
 	switch {
-	case args[0] == "devnet":
+	case args[0] == "devnet" && sub != "":
 		c := startCommand(ctx, t, args)
 		m := c.wait(t, regexp.MustCompile(`portico devnet (\w+): serving JSON-RPC on (http://\S+)`))
 		url := regexp.MustCompile(`serving JSON-RPC on (http://\S+)`).FindStringSubmatch(m)[1]
-		method := map[string]string{"solana": "getSlot", "evm": "eth_blockNumber", "starknet": "starknet_blockNumber"}[args[1]]
+		method := map[string]string{"solana": "getSlot", "evm": "eth_blockNumber", "starknet": "starknet_blockNumber"}[sub]
 		if status, body := post(t, url, `{"jsonrpc":"2.0","id":1,"method":"`+method+`"}`); status != 200 || !strings.Contains(body, `"result"`) {
 			return fmt.Errorf("%s answered %d %s", method, status, body)
 		}
 		return c.stop(t)
-	case len(args) >= 2 && args[0] == "auth" && args[1] == "serve":
+	case args[0] == "auth" && sub == "serve":
 		c := startCommand(ctx, t, args)
 		m := c.wait(t, regexp.MustCompile(`serving the session server on (http://\S+)/`))
 		url := regexp.MustCompile(`(http://\S+)/`).FindStringSubmatch(m)[1]
@@ -505,7 +509,7 @@ func runReadmeCommand(ctx context.Context, t *testing.T, repo string, words []st
 		}
 	}
 	switch {
-	case args[0] == "keys" && args[1] == "create":
+	case args[0] == "keys" && sub == "create":
 		// "The new key, printed alone on the last line, works at once on a
 		// make run that uses the same data directory."
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -515,7 +519,7 @@ func runReadmeCommand(ctx context.Context, t *testing.T, repo string, words []st
 		if status != 200 || !strings.Contains(body, `"result":"0x`) {
 			return fmt.Errorf("the new key %q on the running serve: %d %s", key, status, body)
 		}
-	case args[0] == "auth" && args[1] == "migrate":
+	case args[0] == "auth" && sub == "migrate":
 		var v7 map[string]any
 		if err := json.Unmarshal(out.Bytes(), &v7); err != nil || len(v7) == 0 {
 			return fmt.Errorf("v7 config %q: %v", out.String(), err)
