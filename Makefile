@@ -2,13 +2,15 @@
 
 GO       ?= go
 DATA_DIR ?= portico-data
+BIN      ?= bin/portico
 FUZZTIME ?= 30s
 
 .PHONY: run test test-deps vet fuzz bench build
 
-## run: start portico serve on the embedded defaults (state kept in $(DATA_DIR))
+## run: build $(BIN), then start portico serve on the embedded defaults
+## (state kept in $(DATA_DIR)); Ctrl-C stops it with exit status 0
 run:
-	$(GO) run ./cmd/portico serve --data-dir $(DATA_DIR)
+	@GO="$(GO)" BIN="$(BIN)" ./scripts/run.sh --data-dir $(DATA_DIR)
 
 ## test: install what the tests need, vet, and run every test (missing parts fail, not skip)
 test: test-deps vet
@@ -23,7 +25,7 @@ vet:
 	$(GO) vet ./...
 
 build:
-	$(GO) build -o bin/portico ./cmd/portico
+	$(GO) build -o $(BIN) ./cmd/portico
 
 ## fuzz: run every Fuzz target for $(FUZZTIME) each (not part of `make test`)
 fuzz:

@@ -1,13 +1,46 @@
 #!/usr/bin/env bash
-# Installs what the tests need beyond Go from npm (pinned in package.json and
-# package-lock.json) into node_modules at the repository root: the anvil EVM
-# node, and the auth SDK family's JavaScript libraries that authd's interop
-# tests run with node (@toruslabs/openlogin, openlogin-session-manager,
-# session-manager, eccrypto, @web3auth/auth). Then it checks that anvil runs
-# and the libraries load. Idempotent: nothing is fetched when the pinned
-# versions are installed. Runs from any directory.
+# Installs what the tests need beyond Go: curl and jq, which the README's
+# commands use (TestREADME runs them), from Debian's packages when missing
+# (that needs root, or sudo without a password); and from npm (pinned in
+# package.json and package-lock.json) into node_modules at the repository
+# root: the anvil EVM node, and the auth SDK family's JavaScript libraries
+# that authd's interop tests run with node (@toruslabs/openlogin,
+# openlogin-session-manager, session-manager, eccrypto, @web3auth/auth).
+# Then it checks that anvil runs and the libraries load. Idempotent: nothing
+# is fetched when the pinned versions are installed. Runs from any
+# directory.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+missing=()
+for tool in curl jq; do
+	command -v "$tool" >/dev/null || missing+=("$tool")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	if ! command -v apt-get >/dev/null; then
+		echo "install-test-deps: ${missing[*]} not found and apt-get is not there to install them; install them by hand" >&2
+		exit 1
+	fi
+	sudo=
+	if [ "$(id -u)" -ne 0 ]; then
+		if ! command -v sudo >/dev/null; then
+			echo "install-test-deps: run as root (or install sudo) to install ${missing[*]}" >&2
+			exit 1
+		fi
+		sudo="sudo -n"
+	fi
+	echo "install-test-deps: installing Debian's ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	$sudo apt-get update -qq
+	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+for tool in curl jq; do
+	if ! command -v "$tool" >/dev/null; then
+		echo "install-test-deps: $tool is still missing" >&2
+		exit 1
+	fi
+done
+echo "install-test-deps: $(curl --version | head -1 | cut -d' ' -f1-2), $(jq --version)"
 
 pkg=@foundry-rs/anvil-linux-amd64
 anvil=node_modules/$pkg/bin/anvil

@@ -220,9 +220,10 @@ func (d *Devnet) importChain(path string) error {
 
 // Start opens the node's database, serves RPC on loopback, imports the
 // chain file if one is configured, and starts sealing blocks (and traffic,
-// if configured). The endpoints are bound before the import, but their
-// ports are unknown to callers until Start returns. It may be called once;
-// ctx bounds the start only.
+// if configured; a head without transactions then gets a block of traffic
+// before Start returns). The endpoints are bound before the import, but
+// their ports are unknown to callers until Start returns. It may be called
+// once; ctx bounds the start only.
 func (d *Devnet) Start(ctx context.Context) error {
 	if d.started || d.stack != nil {
 		return errors.New("evmdevnet: already started")
@@ -285,9 +286,37 @@ func (d *Devnet) Start(ctx context.Context) error {
 	d.beacon = beacon
 	d.started = true
 	if d.cfg.BlockPeriod > 0 {
+		if d.cfg.Traffic {
+			if err := d.firstTraffic(ctx, ethConf.TransactionHistory); err != nil {
+				return err
+			}
+		}
 		d.wg.Go(d.seal)
 	}
 	return nil
+}
+
+// firstTraffic seals a block of traffic now when the head holds no
+// transaction (a new chain, or one kept by a run without traffic), so that
+// the latest block has transactions as soon as Start returns rather than
+// after the first period. A round that fails (a genesis file that does not
+// fund the dev accounts) is logged, as in the sealing loop, and Start goes
+// on.
+func (d *Devnet) firstTraffic(ctx context.Context, history uint64) error {
+	if d.eth.BlockChain().CurrentBlock().TxHash != types.EmptyTxsHash {
+		return nil
+	}
+	hashes, err := d.SendTraffic(ctx)
+	if err != nil {
+		d.log.Warn("devnet traffic failed", "err", err)
+	}
+	if len(hashes) == 0 {
+		return nil
+	}
+	if _, err := d.Commit(); err != nil {
+		return err
+	}
+	return d.waitIndexed(ctx, history)
 }
 
 // waitIndexed waits until the transaction indexer has caught up with the

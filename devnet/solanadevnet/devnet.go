@@ -102,6 +102,9 @@ type Devnet struct {
 	traffic trafficState
 	store   *store
 	slotCh  chan struct{} // closed and replaced at each slot
+	// behind is how far before the clock new blocks are stamped: warmUp
+	// produces its slots back to back, stamped one period apart up to now.
+	behind  time.Duration
 	started bool
 	closed  bool
 
@@ -182,8 +185,10 @@ func New(cfg Config) (*Devnet, error) {
 }
 
 // Start loads the ledger from DataDir (or creates the genesis), opens the
-// listener and starts producing slots. It may be called once; ctx bounds
-// the start only.
+// listener and starts producing slots. With Traffic, a new chain first gets
+// a short history (see warmUp), so that a finalized block with transactions
+// exists when Start returns. It may be called once; ctx bounds the start
+// only.
 func (d *Devnet) Start(ctx context.Context) error {
 	d.mu.Lock()
 	if d.started || d.closed {
@@ -192,8 +197,19 @@ func (d *Devnet) Start(ctx context.Context) error {
 	}
 	d.started = true
 	d.mu.Unlock()
+	if d.cfg.Traffic {
+		d.mu.Lock()
+		d.behind = time.Duration(d.warmUpSlots()) * d.cfg.SlotPeriod
+		d.mu.Unlock()
+	}
 	if err := d.init(ctx); err != nil {
 		return err
+	}
+	if d.cfg.Traffic {
+		if err := d.warmUp(ctx); err != nil {
+			d.closeStore()
+			return err
+		}
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", d.cfg.Listen)

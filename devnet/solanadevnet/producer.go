@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"time"
 
@@ -97,7 +98,7 @@ func (d *Devnet) genesis() *ledger {
 	}
 	gh := sha256.Sum256([]byte("portico solana devnet genesis"))
 	l.genesisHash = solana.Hash(gh)
-	g := &block{Slot: 0, Height: 0, Time: d.cfg.Now().Unix(), Leader: d.keys.validators[0].identity.PublicKey()}
+	g := &block{Slot: 0, Height: 0, Time: d.now().Unix(), Leader: d.keys.validators[0].identity.PublicKey()}
 	g.Hash = blockHash(l.genesisHash, 0, nil)
 	l.root, l.conf = g, g
 	l.blocks[0] = g
@@ -187,6 +188,39 @@ func (d *Devnet) stepLocked(ctx context.Context) batch {
 	return notes
 }
 
+// now is the time stamped on a new block; the caller holds mu.
+func (d *Devnet) now() time.Time { return d.cfg.Now().Add(-d.behind) }
+
+// warmUpSlots is how many slots warmUp expects to produce: a first block,
+// then FinalizeDepth more slots for it to be finalized.
+func (d *Devnet) warmUpSlots() uint64 { return d.cfg.FinalizeDepth + 1 }
+
+// warmUp gives a new chain a history: it produces slots back to back until
+// a block after the genesis is finalized, stamping them one period apart
+// up to now (Start stamped the genesis warmUpSlots periods ago). A client's
+// first getSlot at finalized commitment then names a block with votes and
+// traffic, instead of the empty genesis for FinalizeDepth periods (about
+// 13 s by default). A ledger loaded from DataDir already has its history.
+func (d *Devnet) warmUp(ctx context.Context) error {
+	n := d.warmUpSlots()
+	for i := uint64(1); ; i++ {
+		d.mu.Lock()
+		done := d.led.root.Slot > 0
+		d.behind = time.Duration(n-min(i, n)) * d.cfg.SlotPeriod
+		if done {
+			d.behind = 0
+		}
+		d.mu.Unlock()
+		if done {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("solanadevnet: producing the first slots: %w", err)
+		}
+		d.step(ctx)
+	}
+}
+
 // buildState is the state a block's transactions run against: the
 // block's changes so far over the chain's tip.
 type buildState struct {
@@ -232,7 +266,7 @@ func (d *Devnet) produce(slot uint64) *block {
 	leader := d.leader(slot)
 	b := &block{
 		Slot: slot, ParentSlot: tip.Slot, Height: tip.Height + 1, PrevHash: tip.Hash,
-		Time: d.cfg.Now().Unix(), Leader: leader.identity.PublicKey(),
+		Time: d.now().Unix(), Leader: leader.identity.PublicKey(),
 	}
 	s := &buildState{d: d, l: l, b: b, delta: map[solana.PublicKey]*account{}}
 	d.epochRewards(s, tip)

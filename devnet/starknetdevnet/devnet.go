@@ -142,8 +142,9 @@ func New(cfg Config) (*Devnet, error) {
 }
 
 // Start opens the database, writes the genesis block if the chain is new,
-// listens and starts producing blocks. ctx bounds the start-up only; Close
-// stops the devnet.
+// listens and starts producing blocks. With Traffic, a chain without
+// transactions first gets a sealed block of traffic. ctx bounds the
+// start-up only; Close stops the devnet.
 func (d *Devnet) Start(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -170,6 +171,11 @@ func (d *Devnet) Start(ctx context.Context) error {
 		return err
 	}
 	d.subs.head.Store(d.head.number)
+	if d.cfg.Traffic {
+		if err := d.firstTraffic(ctx); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", d.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("starknetdevnet: listen: %w", err)
@@ -193,6 +199,25 @@ func (d *Devnet) Start(ctx context.Context) error {
 		}()
 	}
 	return nil
+}
+
+// firstTraffic seals a block of traffic (a period's four rounds) now when
+// the chain holds no transaction yet, so that getEvents has events to
+// answer as soon as Start returns rather than after the first period. The
+// caller holds mu for writing.
+func (d *Devnet) firstTraffic(ctx context.Context) error {
+	var exists bool
+	if err := d.db.QueryRowContext(ctx, `SELECT EXISTS(SELECT 1 FROM txs)`).Scan(&exists); err != nil {
+		return fmt.Errorf("starknetdevnet: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	for range 4 {
+		d.trafficRound()
+	}
+	_, err := d.sealLocked(ctx)
+	return err
 }
 
 // HTTPURL returns the JSON-RPC endpoint, or "" before Start.

@@ -40,6 +40,13 @@ func (d *Devnet) GenerateTraffic() error {
 	if d.db == nil || d.closed {
 		return errNotRunning
 	}
+	d.trafficRound()
+	return nil
+}
+
+// trafficRound adds one round of traffic to the pending block; the caller
+// holds mu for writing.
+func (d *Devnet) trafficRound() {
 	p := d.pending
 	before := len(p.txs)
 	rng := roundRand(p.number, d.round)
@@ -62,7 +69,6 @@ func (d *Devnet) GenerateTraffic() error {
 		d.upgrade(accts[rng.IntN(len(accts))], rng)
 	}
 	d.subs.pendingAdded(p.number, p.txs[before:])
-	return nil
 }
 
 // feesFor are the resource bounds every devnet transaction declares.
