@@ -82,6 +82,25 @@ type usageKey struct {
 
 type delta struct{ calls, credits int64 }
 
+// Pinger is a Counter that can say whether its backend answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Ping checks that the meter can charge: its counter's backend (Redis)
+// and the store that receives usage answer.
+func (m *Meter) Ping(ctx context.Context) error {
+	if p, ok := m.counter.(Pinger); ok {
+		if err := p.Ping(ctx); err != nil {
+			return fmt.Errorf("counter: %w", err)
+		}
+	}
+	if err := m.store.Ping(ctx); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
 // Meter charges calls. It is safe for concurrent use.
 type Meter struct {
 	counter  Counter

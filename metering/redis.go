@@ -78,6 +78,9 @@ func NewRedis(rdb redis.UniversalClient, prefix string, seed Seeder) *Redis {
 		reqs: make(chan *reserveReq, maxPipeline), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
+// Ping checks that Redis answers, for readiness checks.
+func (r *Redis) Ping(ctx context.Context) error { return r.rdb.Ping(ctx).Err() }
+
 // Close stops the pipelining goroutine. Reserves after Close fail.
 func (r *Redis) Close() error {
 	r.stopOnce.Do(func() {

@@ -110,6 +110,9 @@ type Option func(*Store)
 // WithClock sets the clock used for created and revoked times.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
+// Ping checks that the database answers, for readiness checks.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 

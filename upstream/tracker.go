@@ -2,7 +2,10 @@ package upstream
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -298,4 +301,30 @@ func (p *Pool) OnReorg(f func(from uint64)) {
 	p.mu.Lock()
 	p.onReorg = append(p.onReorg, f)
 	p.mu.Unlock()
+}
+
+// Ready reports whether the network can serve calls: some node is on the
+// network's chain, not benched, and (when heads are tracked) had its heads
+// read within the last three poll intervals. The error says why not.
+func (p *Pool) Ready() error {
+	if len(p.members) == 0 {
+		return portico.ErrNoUpstream
+	}
+	fresh := 3*p.poll + time.Second
+	var reasons []string
+	for _, n := range p.Nodes() {
+		switch {
+		case n.WrongChain:
+			reasons = append(reasons, n.Name+": on another chain")
+		case n.Benched:
+			reasons = append(reasons, n.Name+": benched after failures")
+		case p.chain.Heads != nil && n.HeadsAge < 0:
+			reasons = append(reasons, n.Name+": heads never read")
+		case p.chain.Heads != nil && n.HeadsAge > fresh:
+			reasons = append(reasons, fmt.Sprintf("%s: heads last read %s ago", n.Name, n.HeadsAge.Round(time.Second)))
+		default:
+			return nil
+		}
+	}
+	return errors.New("no usable node: " + strings.Join(reasons, "; "))
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/admin"
@@ -25,6 +26,7 @@ import (
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/store"
 	"github.com/porticohq/portico/upstream"
 )
@@ -107,8 +109,12 @@ type Main struct {
 	// Store holds keys and usage; Meter charges calls (nil when off).
 	Store *store.Store
 	Meter *metering.Meter
+	// MetricsAddr is the address of metrics.listen, when set.
+	MetricsAddr string
 
 	log     *slog.Logger
+	metrics *metrics.Metrics          // nil when metrics.disabled
+	tracer  trace.Tracer              // nil when tracing is off
 	pools   map[string]*upstream.Pool // by network
 	gw      *gateway.Gateway
 	cache   *gateway.Cache
@@ -145,6 +151,25 @@ func (m *Main) Run(ctx context.Context) error {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return fmt.Errorf("data dir: %w", err)
 		}
+	}
+	if !cfg.Metrics.Disabled {
+		m.metrics = metrics.New()
+	}
+	version, _ := buildVersion()
+	tracer, shutdown, err := newTracing(ctx, cfg.Tracing, version)
+	if err != nil {
+		return err
+	}
+	if tracer != nil {
+		m.tracer = tracer
+		// Closed last: the spans of the last calls are flushed.
+		m.closers = append(m.closers, closerFunc(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := shutdown(sctx); err != nil {
+				m.log.Warn("tracing: spans not flushed", "err", err)
+			}
+		}))
 	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {
@@ -200,6 +225,9 @@ func (m *Main) Run(ctx context.Context) error {
 		Cache:            m.cache,
 		CacheHitDiscount: cfg.Cache.HitDiscountPercent,
 		Logger:           m.log,
+		AccessLog:        &gateway.AccessLog{Sample: cfg.Log.AccessSample},
+		Metrics:          m.metrics,
+		Tracer:           m.tracer,
 		Limits: gateway.Limits{
 			MaxBodyBytes: l.MaxBodyBytes, MaxBatch: l.MaxBatch, MaxWSMessageBytes: l.MaxWSMessageBytes,
 			MaxConnections: l.MaxConnections, MaxWSConnections: l.MaxWSConnections,
@@ -212,7 +240,12 @@ func (m *Main) Run(ctx context.Context) error {
 		},
 	})
 
-	handler := m.gw.Handler()
+	if m.metrics != nil {
+		if err := m.metrics.WatchNodes(m.nodeStates); err != nil {
+			return err
+		}
+	}
+	handler := m.opsRoutes(m.gw.Handler())
 	if cfg.Admin.Token != "" {
 		api, err := admin.New(admin.Config{Token: cfg.Admin.Token, Store: st, Meter: meter,
 			DefaultDailyCredits: cfg.Metering.DefaultDailyCredits, Logger: m.log, Nodes: m.nodes})
@@ -236,6 +269,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Shared = addr
+	if m.metrics != nil && cfg.Metrics.Listen != "" {
+		if m.MetricsAddr, err = m.listenMetrics(cfg.Metrics.Listen); err != nil {
+			return err
+		}
+	}
 	for i, n := range cfg.Networks {
 		ep := Endpoint{Name: n.Name, Family: n.Family, Host: n.HostNames()[0]}
 		if a := cfg.ListenAddr(i); a != "" {
@@ -310,7 +348,8 @@ func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network
 	pool := upstream.NewPool(upstream.PoolConfig{
 		Network: n.Name, Members: members, Timeout: n.Timeout, AttemptTimeout: n.AttemptTimeout, Logger: m.log,
 		Chain: table.Chain, ChainID: n.ChainID, MaxLag: n.MaxLag, PollInterval: n.PollInterval,
-		Hedge: upstream.Hedge{Disabled: n.Hedge.Disabled, MinDelay: n.Hedge.MinDelay, MaxDelay: n.Hedge.MaxDelay},
+		Hedge:     upstream.Hedge{Disabled: n.Hedge.Disabled, MinDelay: n.Hedge.MinDelay, MaxDelay: n.Hedge.MaxDelay},
+		OnAttempt: m.attemptObserver(n.Name), Tracer: m.tracer,
 	})
 	m.closers = append(m.closers, pool)
 	if err := pool.Start(ctx); err != nil {
