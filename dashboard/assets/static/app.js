@@ -135,7 +135,11 @@ function niceTop(v) {
 // drawChart draws stacked bars, one per day: cells maps a day to the
 // value of each series.
 function drawChart(svg, title, days, series, cells, metric) {
-  const W = 720, H = 260, L = 52, R = 8, T = 12, B = 28;
+  // On a phone the chart is drawn taller, so that its bars and labels
+  // stay readable once scaled down to the screen.
+  const narrow = svg.clientWidth > 0 && svg.clientWidth < 560;
+  const W = 720, H = narrow ? 520 : 260, L = narrow ? 80 : 52, R = 8, T = 16, B = narrow ? 44 : 28;
+  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
   const totals = days.map((d) => cells.get(d).reduce((a, b) => a + b, 0));
   const top = niceTop(Math.max(...totals));
   const y = (v) => T + (H - T - B) * (1 - v / top);
@@ -158,7 +162,10 @@ function drawChart(svg, title, days, series, cells, metric) {
         el('title', { text: `${day} · ${series[s].label}: ${fmt(v)} ${metric}` })));
       acc += v;
     });
-    if ((days.length - 1 - i) % 7 === 0) g.append(el('text', { x: x + w / 2, y: H - 8, 'text-anchor': 'middle', text: day.slice(5) }));
+    if ((days.length - 1 - i) % 7 === 0) {
+      const last = i === days.length - 1;
+      g.append(el('text', { x: last ? x + w : x + w / 2, y: H - 8, 'text-anchor': last ? 'end' : 'middle', text: day.slice(5) }));
+    }
     kids.push(g);
   });
   if (!totals.some(Boolean)) {
@@ -380,6 +387,8 @@ document.addEventListener('click', (ev) => {
   if (b.dataset.copy) copy(b);
 });
 $('#refresh').addEventListener('click', refresh);
+let resized;
+addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(drawUsage, 150); });
 $('#new-key-done').addEventListener('click', hideNewKey);
 setupCreate();
 refresh();
