@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"mime"
@@ -83,7 +84,11 @@ func (h *Handler) render(w http.ResponseWriter, status int, name string, data an
 
 // signInPage shows the sign-in form, with msg when a sign-in failed.
 func (h *Handler) signInPage(w http.ResponseWriter, status int, msg string) {
-	h.render(w, status, "signin.html", struct{ Error string }{msg})
+	lasts := h.cfg.SessionTTL.String()
+	if ttl := h.cfg.SessionTTL; ttl%time.Hour == 0 {
+		lasts = fmt.Sprintf("%d hours", ttl/time.Hour)
+	}
+	h.render(w, status, "signin.html", struct{ Error, Lasts string }{msg, lasts})
 }
 
 // pageConfig is what the dashboard's script is given: the session's CSRF

@@ -49,6 +49,15 @@ type Network struct {
 	WS string `json:"ws"`
 }
 
+// The defaults of Config's limits, as docs/operations.md lists them.
+var (
+	DefaultSessionTTL  = 12 * time.Hour
+	DefaultMaxSessions = 64
+	DefaultSignInLimit = Limit{Burst: 5, Every: 20 * time.Second}
+	DefaultPageLimit   = Limit{Burst: 60, Every: 500 * time.Millisecond}
+	DefaultMaxClients  = 4096
+)
+
 // Config configures the dashboard.
 type Config struct {
 	// Admin is the admin API's handler (an *admin.API); required. It is
@@ -65,20 +74,21 @@ type Config struct {
 	Now func() time.Time
 	// Logger records sign-ins and sign-outs (never tokens or session ids).
 	Logger *slog.Logger
-	// SessionTTL is how long a sign-in lasts; default 12 hours.
+	// SessionTTL is how long a sign-in lasts; zero means
+	// DefaultSessionTTL.
 	SessionTTL time.Duration
 	// MaxSessions bounds the sessions held; signing in when it is reached
-	// ends the oldest. Default 64.
+	// ends the oldest. Zero means DefaultMaxSessions.
 	MaxSessions int
-	// SignInLimit bounds failed sign-ins per client address; default 5 at
-	// once, then one every 20 seconds.
+	// SignInLimit bounds failed sign-ins per client address; zero means
+	// DefaultSignInLimit.
 	SignInLimit Limit
 	// PageLimit bounds requests without a session per client address
-	// (sign-in form, assets, sign-in attempts); default 60 at once, then
-	// 2 a second.
+	// (sign-in form, assets, sign-in attempts); zero means
+	// DefaultPageLimit.
 	PageLimit Limit
-	// MaxClients bounds the client addresses each limit tracks; default
-	// 4096.
+	// MaxClients bounds the client addresses each limit tracks; zero
+	// means DefaultMaxClients.
 	MaxClients int
 }
 
@@ -109,19 +119,22 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.SessionTTL <= 0 {
-		cfg.SessionTTL = 12 * time.Hour
+		cfg.SessionTTL = DefaultSessionTTL
 	}
 	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = 64
+		cfg.MaxSessions = DefaultMaxSessions
 	}
 	if cfg.SignInLimit == (Limit{}) {
-		cfg.SignInLimit = Limit{Burst: 5, Every: 20 * time.Second}
+		cfg.SignInLimit = DefaultSignInLimit
 	}
 	if cfg.PageLimit == (Limit{}) {
-		cfg.PageLimit = Limit{Burst: 60, Every: 500 * time.Millisecond}
+		cfg.PageLimit = DefaultPageLimit
 	}
 	if cfg.MaxClients <= 0 {
-		cfg.MaxClients = 4096
+		cfg.MaxClients = DefaultMaxClients
+	}
+	if cfg.SignInLimit.Burst < 1 || cfg.SignInLimit.Every <= 0 || cfg.PageLimit.Burst < 1 || cfg.PageLimit.Every <= 0 {
+		return nil, errors.New("dashboard: a Limit needs a Burst of 1 or more and a positive Every")
 	}
 	a, err := loadAssets()
 	if err != nil {
