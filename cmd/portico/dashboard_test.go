@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +30,7 @@ const dashToken = "dashboard-e2e-admin-token-0123456789"
 // phone) go to $PORTICO_ARTIFACTS, else testdata/artifacts.
 func TestDashboardEndToEnd(t *testing.T) {
 	began := time.Now()
-	cctx := dashboardChromium(t)
+	chromium := chromiumBinary(t)
 	dir := dashboardArtifacts(t)
 	cfg := config.DefaultConfig()
 	cfg.DataDir = t.TempDir()
@@ -46,6 +48,9 @@ func TestDashboardEndToEnd(t *testing.T) {
 			t.Errorf("logs: the token must be absent and the sign-in logged:\n%s", logs)
 		}
 	})
+	// Chromium starts after portico, so that it is closed first: its
+	// keep-alive connections would hold up portico's shutdown.
+	cctx := startChromium(t, chromium)
 	seedHistory(t, s)
 	for range 2 {
 		if a := call(t, s.url(t, "evm-devnet"), `{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}`); a.status != 200 {
@@ -60,7 +65,11 @@ func TestDashboardEndToEnd(t *testing.T) {
 	run := func(what string, acts ...chromedp.Action) {
 		t.Helper()
 		if err := chromedp.Run(ctx, acts...); err != nil {
-			t.Fatalf("%s: %v", what, err)
+			// What the page showed, for whoever reads the failure.
+			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			_ = chromedp.Run(sctx, shot(dir, "dashboard-failure.png"))
+			t.Fatalf("%s: %v (the page: %s)", what, err, filepath.Join(dir, "dashboard-failure.png"))
 		}
 	}
 	text := func(sel string) string {
@@ -197,7 +206,9 @@ func TestDashboardEndToEnd(t *testing.T) {
 	}
 
 	// Change the balance; the gateway applies it within the key cache TTL.
-	run("change balance", chromedp.Click(`#key-table tr[data-key="e2e-app"] button.edit`, chromedp.ByQuery),
+	// Row actions wait for a refresh in flight, which may redraw the row.
+	idle := waitJS(`document.querySelector('main').getAttribute('aria-busy') === 'false'`)
+	run("change balance", idle, chromedp.Click(`#key-table tr[data-key="e2e-app"] button.edit`, chromedp.ByQuery),
 		chromedp.SetValue(`#key-table tr[data-key="e2e-app"] input[name=daily]`, "100000", chromedp.ByQuery),
 		chromedp.Click(`#key-table tr[data-key="e2e-app"] button[type=submit]`, chromedp.ByQuery),
 		waitJS(`document.querySelector('#key-table tr[data-key="e2e-app"] td.daily')?.textContent === '100,000'`))
@@ -221,7 +232,7 @@ func TestDashboardEndToEnd(t *testing.T) {
 	}
 
 	// Revoke: the row goes, and the key's next call fails.
-	run("revoke", chromedp.Click(`#key-table tr[data-key="e2e-app"] button.revoke`, chromedp.ByQuery),
+	run("revoke", idle, chromedp.Click(`#key-table tr[data-key="e2e-app"] button.revoke`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#key-table tr[data-key="e2e-app"] button.revoke.danger`, chromedp.ByQuery),
 		chromedp.Click(`#key-table tr[data-key="e2e-app"] button.revoke`, chromedp.ByQuery),
 		waitJS(`!document.querySelector('#key-table tr[data-key="e2e-app"]')`))
@@ -325,11 +336,10 @@ func viewShot(dir, name string) chromedp.Action {
 	})
 }
 
-// dashboardChromium starts a headless Chromium with a fresh profile:
-// $PORTICO_CHROMIUM, /usr/bin/chromium (scripts/install-chromium.sh) or
-// chromium on $PATH. Without one the test is skipped, or fails under
-// PORTICO_TEST_STRICT=1.
-func dashboardChromium(t *testing.T) context.Context {
+// chromiumBinary finds Chromium: $PORTICO_CHROMIUM, /usr/bin/chromium
+// (scripts/install-chromium.sh) or chromium on $PATH. Without one the
+// test is skipped, or fails under PORTICO_TEST_STRICT=1.
+func chromiumBinary(t *testing.T) string {
 	t.Helper()
 	path := ""
 	for _, p := range []string{os.Getenv("PORTICO_CHROMIUM"), "/usr/bin/chromium"} {
@@ -350,6 +360,12 @@ func dashboardChromium(t *testing.T) context.Context {
 		}
 		t.Skip(msg)
 	}
+	return path
+}
+
+// startChromium starts a headless Chromium with a fresh profile.
+func startChromium(t *testing.T, path string) context.Context {
+	t.Helper()
 	profile, err := os.MkdirTemp("", "portico-chromium-")
 	if err != nil {
 		t.Fatal(err)
@@ -388,4 +404,41 @@ func dashboardArtifacts(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// The dashboard is on the shared listener only with an admin token, and
+// only under /dashboard/; the networks' own listeners never serve it.
+func TestDashboardRouting(t *testing.T) {
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, withToken := range []bool{false, true} {
+		cfg := config.DefaultConfig()
+		cfg.Networks = []config.Network{{Name: "evm", Family: "evm", Devnet: config.Devnet{Disabled: true}}}
+		if withToken {
+			cfg.Admin.Token = dashToken
+		}
+		s := start(t, cfg)
+		shared := "http://" + s.m.Shared
+		cases := []struct {
+			url  string
+			code int
+			has  string
+		}{
+			{shared + "/dashboard/", map[bool]int{false: 404, true: 200}[withToken], map[bool]string{false: "404", true: `action="signin"`}[withToken]},
+			{shared + "/dashboard", map[bool]int{false: 404, true: 301}[withToken], ""},
+			{shared + "/dashboard/static/app.css", map[bool]int{false: 404, true: 200}[withToken], ""},
+			{shared + "/dashboards", 404, "404 page not found"},
+			{"http://" + s.addr(t, "evm") + "/dashboard/", 404, ""},
+		}
+		for _, c := range cases {
+			resp, err := noRedirect.Get(c.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.code || !strings.Contains(string(b), c.has) {
+				t.Errorf("admin token %v, GET %s: %d %.80q; want %d and %q", withToken, c.url, resp.StatusCode, b, c.code, c.has)
+			}
+		}
+	}
 }

@@ -58,9 +58,11 @@ function lastDays(today, n) {
   return Array.from({ length: n }, (_, i) => new Date(t - (n - 1 - i) * 864e5).toISOString().slice(0, 10));
 }
 
-const state = { metric: 'calls', group: 'method', usage: { method: [], key: [] }, keys: [], nodes: null, days: [] };
+const state = { metric: 'calls', group: 'method', usage: { method: [], key: [] }, keys: [], nodes: null, days: [], armed: new Set() };
 
 async function refresh() {
+  const main = $('main');
+  main.setAttribute('aria-busy', 'true');
   try {
     const keys = await api('GET', 'keys?today=true');
     // Today by the meter's clock once a key tells it, else the page's.
@@ -80,7 +82,20 @@ async function refresh() {
     $('#updated').textContent = 'updated ' + new Date().toLocaleTimeString();
   } catch (e) {
     showStatus('Could not load: ' + e.message);
+  } finally {
+    main.setAttribute('aria-busy', 'false');
   }
+}
+
+// unchanged reports whether what is about to be drawn as part is what was
+// drawn last: then the DOM stays as it is, and with it the user's focus,
+// selection and the button under the pointer.
+const drawn = new Map();
+function unchanged(part, ...data) {
+  const sig = JSON.stringify(data);
+  if (drawn.get(part) === sig) return true;
+  drawn.set(part, sig);
+  return false;
 }
 
 // ---- usage ----
@@ -103,14 +118,15 @@ function drawUsage() {
   setNumber('#month-calls', sum(usage.key, 'calls'));
   setNumber('#month-credits', sum(usage.key, 'credits'));
 
-  // Series: the 7 largest over the period, then the rest as one.
+  // At most 8 series, one per colour: beyond that the 7 largest over
+  // the period, and the rest as one.
   const rows = usage[group];
   const totals = new Map();
   for (const r of rows) totals.set(r[group], (totals.get(r[group]) || 0) + r[metric]);
   const names = [...totals.keys()].sort((a, b) => totals.get(b) - totals.get(a) || a.localeCompare(b));
   const rest = new Set(names.length > 8 ? names.splice(7) : []);
-  const series = names.map((n) => ({ id: n, label: n, total: totals.get(n) }));
-  if (rest.size) series.push({ id: null, label: `${rest.size} others`, total: [...rest].reduce((a, n) => a + totals.get(n), 0) });
+  const series = names.map((n) => ({ label: n, total: totals.get(n) }));
+  if (rest.size) series.push({ label: `${rest.size} others`, total: [...rest].reduce((a, n) => a + totals.get(n), 0) });
   const index = (name) => (rest.has(name) ? series.length - 1 : names.indexOf(name));
   const cells = new Map(days.map((d) => [d, new Array(series.length).fill(0)]));
   for (const r of rows) {
@@ -219,6 +235,7 @@ const keyPath = (name) => 'keys/' + encodeURIComponent(name);
 
 function drawKeys() {
   if ($('#key-table form')) return; // a balance is being edited: keep the row
+  if (unchanged('keys', state.keys, [...state.armed])) return;
   fill($('#key-table'), state.keys.map((k) => ({ attrs: { 'data-key': k.name }, cells: [
     td(el('strong', { text: k.name })),
     td(fmt(k.daily_credits), 'num daily'),
@@ -228,7 +245,7 @@ function drawKeys() {
     td(k.created_at.slice(0, 10)),
     td(el('div', { class: 'row-actions' },
       el('button', { type: 'button', class: 'edit', text: 'Balance', onclick: (ev) => editBalance(ev.target.closest('tr'), k) }),
-      el('button', { type: 'button', class: 'revoke', text: 'Revoke', onclick: (ev) => revoke(ev.target, k) }))),
+      revokeButton(k))),
   ] })), 'No active keys: create one above');
 }
 
@@ -238,12 +255,13 @@ function editBalance(row, k) {
   const rate = el('input', { type: 'number', min: 0, step: 1, name: 'rate', value: k.rate_per_second, 'aria-label': 'Rate, credits a second' });
   const form = el('form', { class: 'inline' }, input, rate,
     el('button', { type: 'submit', class: 'primary', text: 'Save' }),
-    el('button', { type: 'button', text: 'Cancel', onclick: () => { form.remove(); drawKeys(); } }));
+    el('button', { type: 'button', text: 'Cancel', onclick: () => { form.remove(); drawn.delete('keys'); drawKeys(); } }));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     try {
       await api('PATCH', keyPath(k.name), { daily_credits: Number(input.value), rate_per_second: Number(rate.value || 0) });
       form.remove();
+      drawn.delete('keys');
       await refresh();
     } catch (e) {
       showStatus(`Balance of ${k.name}: ${e.message}`);
@@ -253,14 +271,22 @@ function editBalance(row, k) {
   input.focus();
 }
 
-// revoke asks once more on the same button, then revokes.
-async function revoke(button, k) {
-  if (!button.classList.contains('danger')) {
-    button.classList.add('danger');
-    button.textContent = 'Confirm revoke';
-    setTimeout(() => { button.classList.remove('danger'); button.textContent = 'Revoke'; }, 5000);
+// revokeButton asks once more, for 5 seconds, then revokes. Being asked
+// is kept in state.armed, so that a refresh meanwhile does not undo it.
+function revokeButton(k) {
+  const armed = state.armed.has(k.name);
+  return el('button', { type: 'button', class: armed ? 'revoke danger' : 'revoke', text: armed ? 'Confirm revoke' : 'Revoke',
+    onclick: () => revoke(k) });
+}
+
+async function revoke(k) {
+  if (!state.armed.has(k.name)) {
+    state.armed.add(k.name);
+    drawKeys();
+    setTimeout(() => { state.armed.delete(k.name); drawKeys(); }, 5000);
     return;
   }
+  state.armed.delete(k.name);
   try {
     await api('DELETE', keyPath(k.name));
     await refresh();
@@ -349,6 +375,7 @@ function nodeState(n) {
 }
 
 function drawNodes() {
+  if (unchanged('nodes', state.nodes)) return;
   const box = $('#networks');
   if (!state.nodes) {
     box.replaceChildren(el('p', { class: 'muted', text: 'This instance does not report its nodes.' }));
