@@ -140,14 +140,16 @@ func TestDashboardEndToEnd(t *testing.T) {
 	todayCalls += calls
 
 	// The calls reach the chart and the balance table (usage is flushed
-	// every 200ms; the test presses Refresh until they show).
+	// every 200ms; the test presses Refresh until they show in both, which
+	// are read one after the other and may be a flush apart).
 	row := `#balances tr[data-key="e2e-app"]`
 	run("usage shows the calls", waitJS(fmt.Sprintf(`(() => {
 		const c = document.querySelector('%s td.calls');
-		if (c && c.textContent === '%d') return true;
-		document.getElementById('refresh').click();
+		const bar = document.querySelector('#chart g.day:last-of-type');
+		if (c && c.textContent === '%d' && bar && bar.dataset.total === '%d') return true;
+		if (document.querySelector('main').getAttribute('aria-busy') !== 'true') document.getElementById('refresh').click();
 		return false;
-	})()`, row, calls)))
+	})()`, row, calls, todayCalls)))
 	checks := []struct{ what, expr, want string }{
 		{"credits today, e2e-app", `document.querySelector('` + row + ` td.credits').textContent`, fmtInt(credits)},
 		{"remaining today, e2e-app", `document.querySelector('` + row + ` td.remaining').textContent`, fmtInt(5000 - credits)},

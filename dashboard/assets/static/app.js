@@ -68,6 +68,8 @@ async function refresh() {
     // Today by the meter's clock once a key tells it, else the page's.
     const today = keys.find((k) => k.today)?.today.day || cfg.today;
     const days = lastDays(today > cfg.today ? today : cfg.today, cfg.days);
+    // Usage summed per method and per key: far fewer rows than per key
+    // and method. The two reads may be a usage flush apart.
     const range = `from=${days[0]}&to=${days.at(-1)}`;
     const [byMethod, byKey, nodes] = await Promise.all([
       api('GET', `usage?group=method&${range}`),
