@@ -32,6 +32,7 @@ func TestDashboardEndToEnd(t *testing.T) {
 	began := time.Now()
 	chromium := chromiumBinary(t)
 	dir := dashboardArtifacts(t)
+	_ = os.Remove(filepath.Join(dir, "dashboard-failure.png")) // from an earlier run
 	cfg := config.DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.Admin.Token = dashToken
