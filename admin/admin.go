@@ -1,12 +1,15 @@
 // Package admin is the admin HTTP API of the gateway: API keys and usage,
 // behind a bearer token. It answers JSON under /admin/v1/:
 //
-//	GET    /admin/v1/keys                  list active keys (?revoked=true for all)
+//	GET    /admin/v1/keys                  list active keys (?revoked=true for all,
+//	                                       ?today=true with today's balances)
 //	POST   /admin/v1/keys                  create a key; the answer holds the key, once
 //	GET    /admin/v1/keys/{name}           one key, with today's balance
 //	PATCH  /admin/v1/keys/{name}           change balance, rate or allowlists
 //	DELETE /admin/v1/keys/{name}           revoke
 //	GET    /admin/v1/usage?key=&from=&to=  usage by day, key and method
+//	                                       (?group=key or ?group=method sums the other)
+//	GET    /admin/v1/nodes                 every network's nodes, when Config.Nodes is set
 //
 // Errors are {"error": "..."} with a 4xx or 5xx status.
 package admin
@@ -121,16 +124,37 @@ func keyJSON(k store.Key) KeyJSON {
 }
 
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
-	keys, err := a.cfg.Store.List(r.Context(), r.URL.Query().Get("revoked") == "true")
+	q := r.URL.Query()
+	keys, err := a.cfg.Store.List(r.Context(), q.Get("revoked") == "true")
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
+	// today=true adds each active key's live balance: one meter lookup
+	// per key (a Redis round trip each with a shared meter), so only on
+	// request.
+	today := q.Get("today") == "true" && a.cfg.Meter != nil
 	out := make([]KeyJSON, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, keyJSON(k))
+		kj := keyJSON(k)
+		if today && k.RevokedAt.IsZero() {
+			if kj.Today, err = a.balance(r.Context(), k); err != nil {
+				writeError(w, http.StatusServiceUnavailable, err)
+				return
+			}
+		}
+		out = append(out, kj)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// balance is k's live balance today.
+func (a *API) balance(ctx context.Context, k store.Key) (*Balance, error) {
+	b, err := a.cfg.Meter.Balance(ctx, store.Identity(k))
+	if err != nil {
+		return nil, err
+	}
+	return &Balance{Day: b.Day, Used: b.Used, Remaining: b.Remaining(), ResetsAt: b.ResetAt}, nil
 }
 
 // KeyRequest is the body of POST and PATCH. On PATCH, absent fields are
@@ -192,12 +216,10 @@ func (a *API) show(w http.ResponseWriter, r *http.Request) {
 	}
 	out := keyJSON(k)
 	if a.cfg.Meter != nil {
-		b, err := a.cfg.Meter.Balance(r.Context(), store.Identity(k))
-		if err != nil {
+		if out.Today, err = a.balance(r.Context(), k); err != nil {
 			writeError(w, http.StatusServiceUnavailable, err)
 			return
 		}
-		out.Today = &Balance{Day: b.Day, Used: b.Used, Remaining: b.Remaining(), ResetsAt: b.ResetAt}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -232,11 +254,12 @@ func (a *API) revoke(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, keyJSON(k))
 }
 
-// UsageJSON is one usage row.
+// UsageJSON is one usage row. Rows grouped by key have no Method, rows
+// grouped by method no Key.
 type UsageJSON struct {
 	Day     string `json:"day"`
-	Key     string `json:"key"`
-	Method  string `json:"method"`
+	Key     string `json:"key,omitempty"`
+	Method  string `json:"method,omitempty"`
 	Calls   int64  `json:"calls"`
 	Credits int64  `json:"credits"`
 }
@@ -244,6 +267,11 @@ type UsageJSON struct {
 func (a *API) usage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.UsageFilter{From: q.Get("from"), To: q.Get("to")}
+	group := q.Get("group")
+	if group != "" && group != groupKey && group != groupMethod {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("group: want %s or %s, got %q", groupKey, groupMethod, group))
+		return
+	}
 	for _, d := range []struct{ name, v string }{{"from", f.From}, {"to", f.To}} {
 		if _, err := time.Parse(time.DateOnly, d.v); d.v != "" && err != nil {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("%s: want a date as YYYY-MM-DD, got %q", d.name, d.v))
@@ -261,6 +289,10 @@ func (a *API) usage(w http.ResponseWriter, r *http.Request) {
 	rows, err := a.cfg.Store.Usage(r.Context(), f)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if group != "" {
+		writeJSON(w, http.StatusOK, groupUsage(rows, group))
 		return
 	}
 	out := make([]UsageJSON, 0, len(rows))

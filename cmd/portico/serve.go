@@ -246,6 +246,7 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 	}
 	handler := m.opsRoutes(m.gw.Handler())
+	var dash *dashboardLinks // the dashboard's endpoint URLs, once known
 	if cfg.Admin.Token != "" {
 		api, err := admin.New(admin.Config{Token: cfg.Admin.Token, Store: st, Meter: meter,
 			DefaultDailyCredits: cfg.Metering.DefaultDailyCredits, Logger: m.log, Nodes: m.nodes})
@@ -262,6 +263,10 @@ func (m *Main) Run(ctx context.Context) error {
 				return
 			}
 			gwHandler(ctx)
+		}
+		// The dashboard (docs/operations.md): /dashboard/, through the admin API.
+		if handler, dash, err = m.withDashboard(handler, api); err != nil {
+			return err
 		}
 	}
 	addr, err := m.listen(cfg.Listen, handler)
@@ -283,6 +288,7 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		m.Networks = append(m.Networks, ep)
 	}
+	dash.publish(m)
 	m.printReady()
 	return nil
 }

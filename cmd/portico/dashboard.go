@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"github.com/porticohq/portico/dashboard"
+)
+
+// withDashboard serves the dashboard at /dashboard/ on the shared
+// listener in front of next. api is the admin API, which the dashboard
+// calls in-process for everything it shows and changes. The returned
+// links must be published once the networks' listeners are bound.
+func (m *Main) withDashboard(next fasthttp.RequestHandler, api http.Handler) (fasthttp.RequestHandler, *dashboardLinks, error) {
+	links := &dashboardLinks{}
+	d, err := dashboard.New(dashboard.Config{Admin: api, Token: m.Config.Admin.Token, Networks: links.get, Logger: m.log})
+	if err != nil {
+		return nil, nil, err
+	}
+	// Like the admin API, the dashboard is low-traffic net/http code.
+	h := fasthttpadaptor.NewFastHTTPHandler(d)
+	prefix := []byte(strings.TrimSuffix(dashboard.Prefix, "/"))
+	return func(ctx *fasthttp.RequestCtx) {
+		if p := ctx.Path(); bytes.HasPrefix(p, prefix) && (len(p) == len(prefix) || p[len(prefix)] == '/') {
+			h(ctx)
+			return
+		}
+		next(ctx)
+	}, links, nil
+}
+
+// dashboardLinks are the networks' endpoint URL bases that the dashboard
+// shows with a new key. The shared listener serves before the networks'
+// own listeners are bound, so they are published afterwards.
+type dashboardLinks struct {
+	nets atomic.Pointer[[]dashboard.Network]
+}
+
+func (l *dashboardLinks) get() []dashboard.Network {
+	if p := l.nets.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// publish sets the links from m's endpoints, as the ready lines print
+// them: a network's own listener, else its Host on the shared port. A nil
+// l (no dashboard) does nothing.
+func (l *dashboardLinks) publish(m *Main) {
+	if l == nil {
+		return
+	}
+	_, port, _ := net.SplitHostPort(m.Shared)
+	nets := make([]dashboard.Network, 0, len(m.Networks))
+	for _, ep := range m.Networks {
+		base := "http://" + ep.Host + ":" + port
+		if ep.Addr != "" {
+			base = "http://" + ep.Addr
+		}
+		nets = append(nets, dashboard.Network{Name: ep.Name, Family: string(ep.Family), HTTP: base, WS: "ws" + strings.TrimPrefix(base, "http")})
+	}
+	l.nets.Store(&nets)
+}

@@ -1,0 +1,425 @@
+// The Portico dashboard. Everything it shows or changes goes through the
+// admin API, which the dashboard serves to a signed-in browser at api/v1/
+// (/admin/v1/ with the admin token added on the server). Charts are SVG
+// drawn here; no libraries, no build step.
+'use strict';
+
+const cfg = JSON.parse(document.getElementById('config').textContent);
+const $ = (sel, root = document) => root.querySelector(sel);
+const $$ = (sel, root = document) => [...root.querySelectorAll(sel)];
+const SVG = 'http://www.w3.org/2000/svg';
+const svgTags = new Set(['svg', 'g', 'rect', 'line', 'text', 'title']);
+
+// el builds an element: attrs are attributes, except text (its text) and
+// on* (listeners); kids are appended.
+function el(tag, attrs = {}, ...kids) {
+  const e = svgTags.has(tag) ? document.createElementNS(SVG, tag) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  e.append(...kids.flat().filter((k) => k !== null && k !== undefined));
+  return e;
+}
+
+const number = new Intl.NumberFormat('en-US');
+const compact = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 1 });
+const fmt = (n) => number.format(n);
+
+// api calls the admin API; a change carries the session's CSRF token.
+async function api(method, path, body) {
+  const opts = { method, headers: {} };
+  if (method !== 'GET') opts.headers['X-CSRF-Token'] = cfg.csrf;
+  if (body !== undefined) {
+    opts.headers['Content-Type'] = 'application/json';
+    opts.body = JSON.stringify(body);
+  }
+  const r = await fetch('api/v1/' + path, opts);
+  if (r.status === 401) {
+    location.assign('./'); // the session ended: back to the sign-in form
+    throw new Error('signed out');
+  }
+  const data = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(data.error || `${r.status} ${r.statusText}`);
+  return data;
+}
+
+function showStatus(msg) {
+  const s = $('#status');
+  s.textContent = msg;
+  s.hidden = !msg;
+}
+
+// days are the charts' UTC dates, oldest first, ending today.
+function lastDays(today, n) {
+  const t = Date.parse(today + 'T00:00:00Z');
+  return Array.from({ length: n }, (_, i) => new Date(t - (n - 1 - i) * 864e5).toISOString().slice(0, 10));
+}
+
+const state = { metric: 'calls', group: 'method', usage: { method: [], key: [] }, keys: [], nodes: null, days: [], armed: new Set() };
+
+async function refresh() {
+  const main = $('main');
+  main.setAttribute('aria-busy', 'true');
+  try {
+    const keys = await api('GET', 'keys?today=true');
+    // Today by the meter's clock once a key tells it, else the page's.
+    const today = keys.find((k) => k.today)?.today.day || cfg.today;
+    const days = lastDays(today > cfg.today ? today : cfg.today, cfg.days);
+    // Usage summed per method and per key: far fewer rows than per key
+    // and method. The two reads may be a usage flush apart.
+    const range = `from=${days[0]}&to=${days.at(-1)}`;
+    const [byMethod, byKey, nodes] = await Promise.all([
+      api('GET', `usage?group=method&${range}`),
+      api('GET', `usage?group=key&${range}`),
+      api('GET', 'nodes').catch(() => null),
+    ]);
+    Object.assign(state, { keys, days, nodes, usage: { method: byMethod, key: byKey } });
+    showStatus('');
+    drawUsage();
+    drawKeys();
+    drawNodes();
+    $('#updated').textContent = 'updated ' + new Date().toLocaleTimeString();
+  } catch (e) {
+    showStatus('Could not load: ' + e.message);
+  } finally {
+    main.setAttribute('aria-busy', 'false');
+  }
+}
+
+// unchanged reports whether what is about to be drawn as part is what was
+// drawn last: then the DOM stays as it is, and with it the user's focus,
+// selection and the button under the pointer.
+const drawn = new Map();
+function unchanged(part, ...data) {
+  const sig = JSON.stringify(data);
+  if (drawn.get(part) === sig) return true;
+  drawn.set(part, sig);
+  return false;
+}
+
+// ---- usage ----
+
+const sum = (rows, field) => rows.reduce((a, r) => a + r[field], 0);
+
+function setNumber(sel, n) {
+  const e = $(sel);
+  e.textContent = fmt(n);
+  e.dataset.value = n;
+}
+
+function drawUsage() {
+  const { usage, days, metric, group } = state;
+  if (!days.length) return; // not loaded yet
+  const today = days.at(-1);
+  const todays = usage.key.filter((r) => r.day === today);
+  setNumber('#today-calls', sum(todays, 'calls'));
+  setNumber('#today-credits', sum(todays, 'credits'));
+  setNumber('#month-calls', sum(usage.key, 'calls'));
+  setNumber('#month-credits', sum(usage.key, 'credits'));
+
+  // At most 8 series, one per colour: beyond that the 7 largest over
+  // the period, and the rest as one.
+  const rows = usage[group];
+  const totals = new Map();
+  for (const r of rows) totals.set(r[group], (totals.get(r[group]) || 0) + r[metric]);
+  const names = [...totals.keys()].sort((a, b) => totals.get(b) - totals.get(a) || a.localeCompare(b));
+  const rest = new Set(names.length > 8 ? names.splice(7) : []);
+  const series = names.map((n) => ({ label: n, total: totals.get(n) }));
+  if (rest.size) series.push({ label: `${rest.size} others`, total: [...rest].reduce((a, n) => a + totals.get(n), 0) });
+  const index = (name) => (rest.has(name) ? series.length - 1 : names.indexOf(name));
+  const cells = new Map(days.map((d) => [d, new Array(series.length).fill(0)]));
+  for (const r of rows) {
+    const c = cells.get(r.day);
+    if (c) c[index(r[group])] += r[metric];
+  }
+
+  const title = `${metric === 'calls' ? 'Calls' : 'Credits'} per day by ${group}`;
+  drawChart($('#chart'), title, days, series, cells, metric);
+  $('#legend').replaceChildren(...series.map((s, i) =>
+    el('li', {}, el('span', { class: `sw s${i}` }), `${s.label} `, el('span', { class: 'muted', text: fmt(s.total) }))));
+  drawBalances(todays);
+}
+
+// niceTop rounds v up to a value whose quarters read well.
+function niceTop(v) {
+  if (v <= 0) return 4;
+  const p = 10 ** Math.floor(Math.log10(v));
+  return [1, 2, 4, 6, 8, 10].map((m) => m * p).find((t) => t >= v);
+}
+
+// drawChart draws stacked bars, one per day: cells maps a day to the
+// value of each series.
+function drawChart(svg, title, days, series, cells, metric) {
+  // On a phone the chart is drawn taller, so that its bars and labels
+  // stay readable once scaled down to the screen.
+  const narrow = svg.clientWidth > 0 && svg.clientWidth < 560;
+  const W = 720, H = narrow ? 520 : 260, L = narrow ? 80 : 52, R = 8, T = 16, B = narrow ? 44 : 28;
+  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  const totals = days.map((d) => cells.get(d).reduce((a, b) => a + b, 0));
+  const top = niceTop(Math.max(...totals));
+  const y = (v) => T + (H - T - B) * (1 - v / top);
+  const kids = [el('title', { id: 'chart-title', text: title })];
+  for (let i = 0; i <= 4; i++) {
+    const v = (top * i) / 4;
+    kids.push(el('line', { class: 'grid', x1: L, x2: W - R, y1: y(v), y2: y(v) }),
+      el('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end', text: compact.format(v) }));
+  }
+  const bw = (W - L - R) / days.length;
+  days.forEach((day, i) => {
+    const x = L + i * bw + bw * 0.15, w = bw * 0.7;
+    const g = el('g', { class: 'day', 'data-day': day, 'data-total': totals[i] },
+      el('title', { text: `${day}: ${fmt(totals[i])} ${metric}` }));
+    let acc = 0;
+    cells.get(day).forEach((v, s) => {
+      if (!v) return;
+      g.append(el('rect', { class: `s${s}`, x, width: w, y: y(acc + v), height: Math.max(y(acc) - y(acc + v), 0.5),
+        'data-series': series[s].label, 'data-value': v },
+        el('title', { text: `${day} · ${series[s].label}: ${fmt(v)} ${metric}` })));
+      acc += v;
+    });
+    if ((days.length - 1 - i) % 7 === 0) {
+      const last = i === days.length - 1;
+      g.append(el('text', { x: last ? x + w : x + w / 2, y: H - 8, 'text-anchor': last ? 'end' : 'middle', text: day.slice(5) }));
+    }
+    kids.push(g);
+  });
+  if (!totals.some(Boolean)) {
+    kids.push(el('text', { class: 'empty', x: (L + W) / 2, y: H / 2, 'text-anchor': 'middle', text: 'No calls in these 30 days yet' }));
+  }
+  svg.replaceChildren(...kids);
+}
+
+// fill replaces a table's rows; each cell gets its column's header as
+// data-label, which a phone shows in place of the hidden header.
+function fill(table, rows, empty) {
+  const labels = $$('thead th', table).map((th) => th.textContent);
+  const body = $('tbody', table);
+  if (!rows.length) {
+    body.replaceChildren(el('tr', {}, el('td', { class: 'empty', colspan: labels.length, text: empty })));
+    return;
+  }
+  body.replaceChildren(...rows.map(({ attrs, cells }) => el('tr', attrs || {}, cells.map((c, i) => {
+    c.dataset.label = labels[i] || '';
+    return c;
+  }))));
+}
+
+const td = (content, cls) => el('td', { class: cls }, content);
+
+function meter(used, daily) {
+  const left = daily > 0 ? Math.max(0, 1 - used / daily) : 0;
+  const bar = el('span');
+  bar.style.width = `${Math.min(100, (used / Math.max(daily, 1)) * 100)}%`;
+  return el('div', { class: left < 0.1 ? 'meter low' : 'meter', title: `${fmt(used)} of ${fmt(daily)} used` }, bar);
+}
+
+function drawBalances(todays) {
+  const byKey = new Map(todays.map((r) => [r.key, r]));
+  fill($('#balances'), state.keys.filter((k) => k.today).map((k) => {
+    const u = byKey.get(k.name) || { calls: 0, credits: 0 };
+    return { attrs: { 'data-key': k.name }, cells: [td(k.name), td(fmt(u.calls), 'num calls'), td(fmt(u.credits), 'num credits'),
+      td(meter(k.today.used, k.daily_credits)), td(fmt(k.today.remaining), 'num remaining')] };
+  }), 'No active keys');
+}
+
+// ---- keys ----
+
+const allows = (k) => {
+  const parts = [['methods', k.allow_methods], ['networks', k.allow_networks], ['origins', k.allow_origins]]
+    .filter(([, l]) => l && l.length).map(([what, l]) => `${what}: ${l.join(', ')}`);
+  return parts.length ? parts.join('; ') : 'everything';
+};
+
+const keyPath = (name) => 'keys/' + encodeURIComponent(name);
+
+function drawKeys() {
+  if ($('#key-table form')) return; // a balance is being edited: keep the row
+  if (unchanged('keys', state.keys, [...state.armed])) return;
+  fill($('#key-table'), state.keys.map((k) => ({ attrs: { 'data-key': k.name }, cells: [
+    td(el('strong', { text: k.name })),
+    td(fmt(k.daily_credits), 'num daily'),
+    td(k.rate_per_second ? fmt(k.rate_per_second) : 'no limit', 'num'),
+    td(k.today ? fmt(k.today.remaining) : '–', 'num remaining'),
+    td(allows(k), 'allows'),
+    td(k.created_at.slice(0, 10)),
+    td(el('div', { class: 'row-actions' },
+      el('button', { type: 'button', class: 'edit', text: 'Balance', onclick: (ev) => editBalance(ev.target.closest('tr'), k) }),
+      revokeButton(k))),
+  ] })), 'No active keys: create one above');
+}
+
+function editBalance(row, k) {
+  const cell = $('td.daily', row);
+  const input = el('input', { type: 'number', min: 0, step: 1, name: 'daily', value: k.daily_credits, 'aria-label': 'Daily credits', required: true });
+  const rate = el('input', { type: 'number', min: 0, step: 1, name: 'rate', value: k.rate_per_second, 'aria-label': 'Rate, credits a second' });
+  const form = el('form', { class: 'inline' }, input, rate,
+    el('button', { type: 'submit', class: 'primary', text: 'Save' }),
+    el('button', { type: 'button', text: 'Cancel', onclick: () => { form.remove(); drawn.delete('keys'); drawKeys(); } }));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    try {
+      await api('PATCH', keyPath(k.name), { daily_credits: Number(input.value), rate_per_second: Number(rate.value || 0) });
+      form.remove();
+      drawn.delete('keys');
+      await refresh();
+    } catch (e) {
+      showStatus(`Balance of ${k.name}: ${e.message}`);
+    }
+  });
+  cell.replaceChildren(form);
+  input.focus();
+}
+
+// revokeButton asks once more, for 5 seconds, then revokes. Being asked
+// is kept in state.armed, so that a refresh meanwhile does not undo it.
+function revokeButton(k) {
+  const armed = state.armed.has(k.name);
+  return el('button', { type: 'button', class: armed ? 'revoke danger' : 'revoke', text: armed ? 'Confirm revoke' : 'Revoke',
+    onclick: () => revoke(k) });
+}
+
+async function revoke(k) {
+  if (!state.armed.has(k.name)) {
+    state.armed.add(k.name);
+    drawKeys();
+    setTimeout(() => { state.armed.delete(k.name); drawKeys(); }, 5000);
+    return;
+  }
+  state.armed.delete(k.name);
+  try {
+    await api('DELETE', keyPath(k.name));
+    await refresh();
+  } catch (e) {
+    showStatus(`Revoke ${k.name}: ${e.message}`);
+  }
+}
+
+function setupCreate() {
+  $('#create-networks').replaceChildren(...cfg.networks.map((n) =>
+    el('label', {}, el('input', { type: 'checkbox', name: 'network', value: n.name }), ` ${n.name}`)));
+  const form = $('#create-form');
+  const list = (s) => s.split(/[\s,]+/).filter(Boolean);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const v = (name) => form.elements[name].value.trim();
+    const body = { name: v('name') };
+    if (v('daily') !== '') body.daily_credits = Number(v('daily'));
+    if (v('rate') !== '') body.rate_per_second = Number(v('rate'));
+    const methods = list(v('methods')), origins = list(v('origins'));
+    const nets = $$('input[name=network]:checked', form).map((c) => c.value);
+    if (methods.length) body.allow_methods = methods;
+    if (nets.length) body.allow_networks = nets;
+    if (origins.length) body.allow_origins = origins;
+    const err = $('#create-error');
+    try {
+      const k = await api('POST', 'keys', body);
+      err.hidden = true;
+      form.reset();
+      $('#create').open = false;
+      showNewKey(k);
+      await refresh();
+    } catch (e) {
+      err.textContent = e.message;
+      err.hidden = false;
+    }
+  });
+}
+
+const copyButton = (target) => el('button', { type: 'button', class: 'copy', 'data-copy': target, text: 'Copy' });
+const copyLine = (id, text) => el('div', { class: 'copyline' }, el('code', { id, text }), copyButton('#' + id));
+
+// showNewKey shows a created key, once, with its endpoint URLs.
+function showNewKey(k) {
+  $('#new-key-name').textContent = k.name;
+  $('#new-key-value').textContent = k.key;
+  const nets = cfg.networks.filter((n) => !k.allow_networks?.length || k.allow_networks.includes(n.name));
+  fill($('#endpoints'), nets.map((n, i) => ({ attrs: { 'data-network': n.name }, cells: [
+    td(n.name), td(copyLine(`url-http-${i}`, `${n.http}/v3/${k.key}`)), td(copyLine(`url-ws-${i}`, `${n.ws}/ws/v3/${k.key}`)),
+  ] })), 'No network of this instance is open to this key');
+  $('#new-key').hidden = false;
+  $('#new-key').scrollIntoView({ block: 'nearest' });
+}
+
+function hideNewKey() {
+  $('#new-key').hidden = true;
+  $('#new-key-value').textContent = '';
+  $('#endpoints tbody').replaceChildren();
+}
+
+// copy puts the text of the button's target on the clipboard; where the
+// browser refuses, it selects the text for the user to copy.
+async function copy(button) {
+  const target = $(button.dataset.copy);
+  try {
+    await navigator.clipboard.writeText(target.textContent);
+    button.textContent = 'Copied';
+  } catch {
+    getSelection().selectAllChildren(target);
+    button.textContent = 'Press Ctrl+C';
+  }
+  setTimeout(() => { button.textContent = 'Copy'; }, 2000);
+}
+
+// ---- nodes ----
+
+const ms = (ns) => (ns > 0 ? `${(ns / 1e6).toFixed(ns < 1e7 ? 2 : 0)} ms` : '–');
+
+function nodeState(n) {
+  if (n.wrongChain) return ['bad', 'wrong chain'];
+  if (n.benched) return ['bad', 'benched'];
+  if (n.headsAgeNs < 0) return ['warn', 'no head yet'];
+  if (n.lagging) return ['warn', 'lagging'];
+  if (n.suspect) return ['warn', 'slow'];
+  return ['ok', 'ok'];
+}
+
+function drawNodes() {
+  if (unchanged('nodes', state.nodes)) return;
+  const box = $('#networks');
+  if (!state.nodes) {
+    box.replaceChildren(el('p', { class: 'muted', text: 'This instance does not report its nodes.' }));
+    return;
+  }
+  box.replaceChildren(...state.nodes.map((net) => {
+    const h = net.heads;
+    const table = el('table', { class: 'cards' },
+      el('thead', {}, el('tr', {}, ['Node', 'Head', 'Lag', 'Latency p50', 'p95', 'Calls', 'Errors', 'State'].map((t, i) =>
+        el('th', { class: i > 0 && i < 7 ? 'num' : null, text: t })))),
+      el('tbody'));
+    fill(table, net.nodes.map((n) => {
+      const [cls, text] = nodeState(n);
+      return { attrs: { 'data-node': n.name }, cells: [td(n.name), td(fmt(n.heads.Latest), 'num head'), td(fmt(n.lag), 'num lag'),
+        td(ms(n.p50Ns), 'num'), td(ms(n.p95Ns), 'num'), td(fmt(n.calls), 'num'), td(fmt(n.errors), 'num errors'),
+        td(el('span', { class: `state ${cls}`, text }))] };
+    }), 'No nodes');
+    return el('div', { class: 'network', 'data-network': net.name },
+      el('h3', { text: net.name }),
+      el('p', { class: 'heads', text: `latest ${fmt(h.Latest)} · safe ${fmt(h.Safe)} · finalized ${fmt(h.Finalized)} · max lag ${fmt(net.maxLag)}` }),
+      el('div', { class: 'scroll' }, table));
+  }));
+}
+
+// ---- wiring ----
+
+function press(attr, value) {
+  for (const b of $$(`[data-${attr}]`)) b.setAttribute('aria-pressed', String(b.dataset[attr] === value));
+}
+
+document.addEventListener('click', (ev) => {
+  const b = ev.target.closest('button');
+  if (!b) return;
+  if (b.dataset.metric) { state.metric = b.dataset.metric; press('metric', state.metric); drawUsage(); }
+  if (b.dataset.group) { state.group = b.dataset.group; press('group', state.group); drawUsage(); }
+  if (b.dataset.copy) copy(b);
+});
+$('#refresh').addEventListener('click', refresh);
+let resized;
+addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(drawUsage, 150); });
+$('#new-key-done').addEventListener('click', hideNewKey);
+setupCreate();
+refresh();
+// Keep the numbers fresh while the page is in view.
+setInterval(() => { if (!document.hidden) refresh(); }, 15000);
