@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ethereum/go-ethereum/ethclient"
@@ -42,9 +43,14 @@ func run(ctx context.Context, c *cli) error {
 	}
 	fmt.Printf("portico-bench: %d CPUs, GOMAXPROCS %d, %s, concurrency %d, %d rounds of %s (+%s warm-up), result cache %s\n\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), c.Concurrency, c.Rounds, c.Duration, c.Warmup, cache)
-	fmt.Println("| setup | request | direct req/s | gateway req/s | ratio | direct p50 | gateway p50 | added p50 | direct p99 | gateway p99 | added p99 |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	header := sync.OnceFunc(func() {
+		fmt.Println("| setup | request | direct req/s | gateway req/s | ratio | direct p50 | gateway p50 | added p50 | direct p99 | gateway p99 | added p99 |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	})
 	for _, s := range c.Setup {
+		if s == "trivial" || s == "geth" || s == "geth-remote" {
+			header()
+		}
 		var err error
 		switch s {
 		case "trivial":
@@ -55,6 +61,10 @@ func run(ctx context.Context, c *cli) error {
 			err = geth(ctx, c)
 		case "metering":
 			err = meteringSetup(ctx, c)
+		case "fixed":
+			err = fixedSetup(ctx, c)
+		case "chaos":
+			err = chaosSetup(ctx, c)
 		default:
 			err = fmt.Errorf("unknown setup %q", s)
 		}
@@ -200,14 +210,15 @@ func reverseProxy(target string) error {
 	return http.Serve(ln, rp)
 }
 
-// startChild runs this binary as a reverse proxy or a trivial upstream in
-// a child process and reads the address it prints.
-func startChild(ctx context.Context, mode, arg string) (*portico, error) {
+// startChild runs this binary in one of its child modes (a reverse proxy,
+// the trivial upstream, a fake node) in a process of its own and reads the
+// address it prints.
+func startChild(ctx context.Context, mode string, args ...string) (*portico, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, mode, arg)
+	cmd := exec.CommandContext(ctx, self, append([]string{mode}, args...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -222,9 +233,11 @@ func startChild(ctx context.Context, mode, arg string) (*portico, error) {
 		p.stop()
 		return nil, fmt.Errorf("%s did not start", mode)
 	}
+	p.shared = sc.Text()
 	for _, n := range []string{"evm", "solana"} {
-		p.urls[n] = "http://" + sc.Text()
+		p.urls[n] = "http://" + p.shared
 	}
+	go io.Copy(io.Discard, out)
 	return p, nil
 }
 
@@ -379,6 +392,7 @@ type portico struct {
 	cmd     *exec.Cmd
 	urls    map[string]string // network name → HTTP URL with key
 	devnets map[string]string // network name → its embedded EVM devnet's own URL
+	shared  string            // the shared listener's address (admin API); a child's address
 }
 
 // embedded as an upstream URL lets the network run its embedded devnet.
@@ -387,31 +401,49 @@ const embedded = "embedded"
 var (
 	readyLine  = regexp.MustCompile(`^(\S+)\s+(http://\S+/v3/\S+)\s`)
 	devnetLine = regexp.MustCompile(`^(\S+): embedded go-ethereum devnet at (http://\S+),`)
+	sharedLine = regexp.MustCompile(`^portico ready on (\S+) `)
 )
 
 // startPortico runs the portico binary with one network per upstream and
-// waits for its ready lines.
+// waits for its ready lines; the result cache is on with --cache.
 func startPortico(ctx context.Context, c *cli, upstreams map[string]string, extra ...string) (*portico, error) {
+	opts := porticoOptions{cache: c.Cache, extra: extra}
+	for _, fam := range []string{"evm", "solana"} {
+		switch u, ok := upstreams[fam]; {
+		case u == embedded:
+			opts.networks = append(opts.networks, fmt.Sprintf("{name: %s, family: %s}", fam, fam))
+		case ok:
+			opts.networks = append(opts.networks, fmt.Sprintf("{name: %s, family: %s, upstreams: [{url: %q}]}", fam, fam, u))
+		}
+	}
+	return startPorticoWith(ctx, c, opts)
+}
+
+// porticoOptions is the config of one portico process.
+type porticoOptions struct {
+	cache    bool     // the default result cache (64 MiB), else none
+	extra    []string // top-level YAML lines
+	networks []string // one YAML flow mapping per network
+}
+
+// startPorticoWith runs the portico binary with opts, key checks and
+// metering on, and waits for its ready lines.
+func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*portico, error) {
 	dir, err := os.MkdirTemp("", "portico-bench")
 	if err != nil {
 		return nil, err
 	}
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "listen: 127.0.0.1:0\nlog: {level: warn}\nkeys: [{name: bench, key: %s, daily_credits: 1000000000000000}]\n", benchKey)
-	if !c.Cache {
+	if !opts.cache {
 		fmt.Fprintf(&cfg, "cache: {max_bytes: 0}\n")
 	}
-	for _, e := range extra {
+	for _, e := range opts.extra {
 		fmt.Fprintln(&cfg, e)
 	}
 	fmt.Fprintf(&cfg, "networks:\n")
-	for _, fam := range []string{"evm", "solana"} {
-		switch u, ok := upstreams[fam]; {
-		case u == embedded:
-			fmt.Fprintf(&cfg, "  - {name: %s, family: %s}\n", fam, fam)
-		case ok:
-			fmt.Fprintf(&cfg, "  - {name: %s, family: %s, upstreams: [{url: %q}]}\n", fam, fam, u)
-		}
+	for _, n := range opts.networks {
+		fmt.Fprintf(&cfg, "  - %s\n", n)
 	}
 	path := filepath.Join(dir, "portico.yaml")
 	if err := os.WriteFile(path, []byte(cfg.String()), 0o600); err != nil {
@@ -431,15 +463,18 @@ func startPortico(ctx context.Context, c *cli, upstreams map[string]string, extr
 	}
 	p := &portico{cmd: cmd, urls: map[string]string{}, devnets: map[string]string{}}
 	sc := bufio.NewScanner(out)
-	for len(p.urls) < len(upstreams) && sc.Scan() {
+	for len(p.urls) < len(opts.networks) && sc.Scan() {
 		if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
 			p.urls[m[1]] = strings.Replace(m[2], "<API_KEY>", benchKey, 1)
 		}
 		if m := devnetLine.FindStringSubmatch(sc.Text()); m != nil {
 			p.devnets[m[1]] = m[2]
 		}
+		if m := sharedLine.FindStringSubmatch(sc.Text()); m != nil {
+			p.shared = m[1]
+		}
 	}
-	if len(p.urls) < len(upstreams) {
+	if len(p.urls) < len(opts.networks) {
 		p.stop()
 		return nil, fmt.Errorf("portico did not print its ready lines")
 	}
