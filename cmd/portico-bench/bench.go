@@ -41,7 +41,7 @@ func run(ctx context.Context, c *cli) error {
 	if c.Cache {
 		cache = "on (64 MiB)"
 	}
-	fmt.Printf("portico-bench: %d CPUs, GOMAXPROCS %d, %s, concurrency %d, %d rounds of %s (+%s warm-up), result cache %s\n\n",
+	fmt.Printf("portico-bench: %d CPUs, GOMAXPROCS %d, %s, concurrency %d, %d rounds of %s (+%s warm-up), result cache %s (fixed: both, chaos: off)\n\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), c.Concurrency, c.Rounds, c.Duration, c.Warmup, cache)
 	header := sync.OnceFunc(func() {
 		fmt.Println("| setup | request | direct req/s | gateway req/s | ratio | direct p50 | gateway p50 | added p50 | direct p99 | gateway p99 | added p99 |")
@@ -424,6 +424,9 @@ type porticoOptions struct {
 	cache    bool     // the default result cache (64 MiB), else none
 	extra    []string // top-level YAML lines
 	networks []string // one YAML flow mapping per network
+	// stderr, when set, receives portico's log instead of this
+	// process's stderr.
+	stderr io.Writer
 }
 
 // startPorticoWith runs the portico binary with opts, key checks and
@@ -454,6 +457,9 @@ func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*portic
 		cmd.Args = append(cmd.Args, "--pprof", c.Pprof)
 	}
 	cmd.Stderr = os.Stderr
+	if opts.stderr != nil {
+		cmd.Stderr = opts.stderr
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

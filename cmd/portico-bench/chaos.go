@@ -103,8 +103,16 @@ func chaosSetup(ctx context.Context, c *cli) error {
 		defer nodes[i].close()
 		ups = append(ups, fmt.Sprintf("{name: %s, url: %q}", nodes[i].name, "http://"+p.shared))
 	}
+	// Portico's log (a warning per failed call) goes to a file: it is
+	// evidence, and too long for the terminal.
+	logFile, err := os.CreateTemp("", "portico-bench-chaos-*.log")
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
 	gw, err := startPorticoWith(ctx, c, porticoOptions{
-		extra: []string{fmt.Sprintf("admin: {token: %s}", chaosAdminToken)},
+		stderr: logFile,
+		extra:  []string{fmt.Sprintf("admin: {token: %s}", chaosAdminToken)},
 		networks: []string{fmt.Sprintf(`{name: evm, family: evm, chain_id: "0x1", max_lag: 5, poll_interval: 100ms, upstreams: [%s]}`,
 			strings.Join(ups, ", "))},
 	})
@@ -114,9 +122,9 @@ func chaosSetup(ctx context.Context, c *cli) error {
 	defer gw.stop()
 	admin := &adminClient{url: "http://" + gw.shared + "/admin/v1/nodes"}
 	body := calls.txBody()
-	fmt.Printf("\nchaos: %d clients calling eth_getTransactionByHash through Portico (cache off) in front of three fake nodes; phases of %s, the fault a second in, client timeout %s\n\n",
-		c.Concurrency, c.ChaosPhase, c.Timeout)
-	fmt.Println("| phase | req/s | client errors | client timeouts | p50 | p99 | max | calls node1 / node2 / node3 | hedges | node failures | oldest heads of node2/3 | node1 back after |")
+	fmt.Printf("\nchaos: %d clients calling eth_getTransactionByHash through Portico (cache off) in front of three fake nodes; phases of %s, the fault a second in, client timeout %s; Portico's log in %s\n\n",
+		c.Concurrency, c.ChaosPhase, c.Timeout, logFile.Name())
+	fmt.Println("| phase | req/s | client errors | client timeouts | p50 | p99 | max | calls to node1 / node2 / node3 after the fault | hedges | node failures | oldest heads of node2/3 | node1 back after |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, ph := range chaosPhases {
 		// Each phase starts with node1 serving as the preferred node.
@@ -146,6 +154,10 @@ func chaosSetup(ctx context.Context, c *cli) error {
 		faulted := ph.fault == nil
 		for time.Now().Before(sampleEnd) {
 			if !faulted && time.Now().After(faultAt) {
+				// Count calls from the fault on.
+				if before, err = admin.nodes(ctx); err != nil {
+					return err
+				}
 				if err := ph.fault(ctx, nodes[0]); err != nil {
 					return fmt.Errorf("%s: %w", ph.name, err)
 				}

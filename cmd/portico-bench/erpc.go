@@ -15,9 +15,13 @@ import (
 // the fixed setup's erpc columns. Its config turns off what erpc's config
 // lets us turn off, so that, like Portico with its cache off, it forwards
 // every call once: no cache (no database), no retries, no hedging, no
-// circuit breaker, no integrity checks, no metrics server, no auth. What
-// is left is its request path: selection among upstreams (one here), its
-// state poller, its JSON-RPC client and its response writer.
+// circuit breaker, no integrity checks, no gzip (Go's client asks for it
+// unasked, Portico sends none), no metrics server, no auth. What is left
+// is its request path: selection among upstreams (one here), its state
+// poller, its JSON-RPC client, the checks it runs on every block answer
+// whatever the config (architecture/evm/eth_getBlockByNumber.go,
+// validateBlock: the block parsed with sonic, each full transaction
+// marshalled and parsed again), and its response writer.
 
 // erpcConfig is erpc's YAML config; the placeholders are the port, the
 // network's multiplexing (erpc's merging of identical calls in flight,
@@ -29,6 +33,7 @@ server:
   httpHostV4: 127.0.0.1
   httpPortV4: %d
   listenV6: false
+  enableGzip: false
 projects:
   - id: main
     networks:
@@ -39,6 +44,8 @@ projects:
             enforceHighestBlock: false
             enforceGetLogsBlockRange: false
             enforceNonNullTaggedBlocks: false
+        directiveDefaults:
+          validateTransactionsRoot: false
         multiplexing: %t
         failsafe:
           - matchMethod: "*"
@@ -70,12 +77,18 @@ func startErpc(ctx context.Context, bin, nodeURL string, multiplexing bool) (*po
 	if err := os.WriteFile(path, fmt.Appendf(nil, erpcConfig, port, multiplexing, nodeURL), 0o600); err != nil {
 		return nil, err
 	}
+	log, err := os.Create(filepath.Join(dir, "erpc.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close() // the child has its own descriptor
 	cmd := exec.CommandContext(ctx, bin, "start", "--config", path)
 	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(os.Stderr, "portico-bench: erpc (multiplexing %t) logs to %s\n", multiplexing, log.Name())
 	p := &portico{cmd: cmd, urls: map[string]string{"evm": fmt.Sprintf("http://127.0.0.1:%d/main/evm/1", port)}}
 	if err := waitAnswer(ctx, p.urls["evm"], []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}`), time.Minute); err != nil {
 		p.stop()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/porticohq/portico/internal/loadgen"
@@ -110,6 +111,9 @@ func fixedSetup(ctx context.Context, c *cli) error {
 			errs := 0
 			for _, r := range res[i] {
 				errs += r.Errors
+				if r.FirstError != "" {
+					fmt.Fprintf(os.Stderr, "portico-bench: %s, %s: %d errors, the first: %s\n", t.name, col.name, r.Errors, r.FirstError)
+				}
 			}
 			fmt.Printf("| %s | %s | %.0f | %.2f× | %s | %s | %d |\n", t.name, col.name, m.RPS, m.RPS/direct.RPS, ms(m.P50), ms(m.P99), errs)
 		}

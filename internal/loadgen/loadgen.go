@@ -51,6 +51,9 @@ type Result struct {
 	P50, P90, P99 time.Duration
 	// Max is the slowest successful request.
 	Max time.Duration
+	// FirstError describes one failed request, for a report to show what
+	// went wrong: the error, or the status and the start of the body.
+	FirstError string
 }
 
 // String formats a result for a table row.
@@ -79,12 +82,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	mctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	start := time.Now()
-	lats, errs, timeouts := run(mctx, client, cfg)
+	lats, errs, timeouts, first := run(mctx, client, cfg)
 	elapsed := time.Since(start)
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
 	}
-	res := Result{Requests: len(lats) + errs + timeouts, Errors: errs, Timeouts: timeouts, Elapsed: elapsed}
+	res := Result{Requests: len(lats) + errs + timeouts, Errors: errs, Timeouts: timeouts, Elapsed: elapsed, FirstError: first}
 	if len(lats) == 0 {
 		return res, fmt.Errorf("loadgen: no successful request to %s", cfg.URL)
 	}
@@ -99,11 +102,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 // run drives the workers until ctx ends and returns the latencies of the
 // successful requests and the numbers of failed and timed-out ones.
-func run(ctx context.Context, client *http.Client, cfg Config) ([]time.Duration, int, int) {
+func run(ctx context.Context, client *http.Client, cfg Config) ([]time.Duration, int, int, string) {
 	var (
 		mu             sync.Mutex
 		all            []time.Duration
 		errs, timeouts int
+		first          string
 		wg             sync.WaitGroup
 	)
 	for range cfg.Concurrency {
@@ -123,7 +127,17 @@ func run(ctx context.Context, client *http.Client, cfg Config) ([]time.Duration,
 					continue
 				}
 				if err != nil || status != http.StatusOK || (cfg.Check != nil && !cfg.Check(status, body)) {
-					n++
+					if n++; n == 1 {
+						desc := fmt.Sprintf("HTTP %d: %.300s", status, body)
+						if err != nil {
+							desc = err.Error()
+						}
+						mu.Lock()
+						if first == "" {
+							first = desc
+						}
+						mu.Unlock()
+					}
 					continue
 				}
 				buf = body
@@ -137,7 +151,7 @@ func run(ctx context.Context, client *http.Client, cfg Config) ([]time.Duration,
 		})
 	}
 	wg.Wait()
-	return all, errs, timeouts
+	return all, errs, timeouts, first
 }
 
 // post sends one request. With a timeout, it reports whether the answer
