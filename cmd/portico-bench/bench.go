@@ -407,7 +407,7 @@ var (
 // startPortico runs the portico binary with one network per upstream and
 // waits for its ready lines; the result cache is on with --cache.
 func startPortico(ctx context.Context, c *cli, upstreams map[string]string, extra ...string) (*portico, error) {
-	opts := porticoOptions{cache: c.Cache, extra: extra}
+	opts := porticoOptions{cache: c.Cache, extra: extra, pprof: c.Pprof}
 	for _, fam := range []string{"evm", "solana"} {
 		switch u, ok := upstreams[fam]; {
 		case u == embedded:
@@ -427,6 +427,7 @@ type porticoOptions struct {
 	// stderr, when set, receives portico's log instead of this
 	// process's stderr.
 	stderr io.Writer
+	pprof  string // --pprof ADDR, when set
 }
 
 // startPorticoWith runs the portico binary with opts, key checks and
@@ -453,8 +454,8 @@ func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*portic
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, c.Portico, "serve", "--config", path, "--data-dir", dir)
-	if c.Pprof != "" {
-		cmd.Args = append(cmd.Args, "--pprof", c.Pprof)
+	if opts.pprof != "" {
+		cmd.Args = append(cmd.Args, "--pprof", opts.pprof)
 	}
 	cmd.Stderr = os.Stderr
 	if opts.stderr != nil {

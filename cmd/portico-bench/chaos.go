@@ -112,6 +112,7 @@ func chaosSetup(ctx context.Context, c *cli) error {
 	defer logFile.Close()
 	gw, err := startPorticoWith(ctx, c, porticoOptions{
 		stderr: logFile,
+		pprof:  c.Pprof,
 		extra:  []string{fmt.Sprintf("admin: {token: %s}", chaosAdminToken)},
 		networks: []string{fmt.Sprintf(`{name: evm, family: evm, chain_id: "0x1", max_lag: 5, poll_interval: 100ms, upstreams: [%s]}`,
 			strings.Join(ups, ", "))},

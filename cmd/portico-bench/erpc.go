@@ -34,6 +34,8 @@ server:
   httpPortV4: %d
   listenV6: false
   enableGzip: false
+  waitBeforeShutdown: 0s
+  waitAfterShutdown: 0s
 projects:
   - id: main
     networks:

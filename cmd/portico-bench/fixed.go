@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/porticohq/portico/internal/loadgen"
@@ -44,6 +46,20 @@ func fixedSetup(ctx context.Context, c *cli) error {
 	}
 	passOpts, hitOpts := network(), network()
 	hitOpts.cache = true
+	// With --pprof ADDR, the pass-through instance serves its profile at
+	// ADDR and the cache instance at the next port.
+	if c.Pprof != "" {
+		passOpts.pprof = c.Pprof
+		host, port, err := net.SplitHostPort(c.Pprof)
+		if err != nil {
+			return fmt.Errorf("--pprof: %w", err)
+		}
+		n, err := strconv.Atoi(port)
+		if err != nil {
+			return fmt.Errorf("--pprof: %w", err)
+		}
+		hitOpts.pprof = net.JoinHostPort(host, strconv.Itoa(n+1))
+	}
 	pass, err := startPorticoWith(ctx, c, passOpts)
 	if err != nil {
 		return err
@@ -73,13 +89,21 @@ func fixedSetup(ctx context.Context, c *cli) error {
 			cols = append(cols, column{name: name, url: e.urls["evm"]})
 		}
 	}
-	targets := []struct {
+	type target struct {
 		name   string
 		body   []byte
 		result []byte
-	}{
-		{"eth_getTransactionByHash (recorded legacy tx)", calls.txBody(), calls.txResult},
-		{fmt.Sprintf("eth_getBlockByHash, full txs (%d txs, %.1f KB)", blockTxs, float64(len(calls.block.JSON))/1000), calls.blockBody(), calls.block.JSON},
+	}
+	var targets []target
+	for _, r := range c.Request {
+		switch r {
+		case "small":
+			targets = append(targets, target{"eth_getTransactionByHash (recorded legacy tx)", calls.txBody(), calls.txResult})
+		case "block":
+			targets = append(targets, target{fmt.Sprintf("eth_getBlockByHash, full txs (%d txs, %.1f kB)", blockTxs, float64(len(calls.block.JSON))/1000), calls.blockBody(), calls.block.JSON})
+		default:
+			return fmt.Errorf("unknown request %q (small, block)", r)
+		}
 	}
 	fmt.Println()
 	fmt.Println("| request | column | req/s | × direct | p50 | p99 | errors |")

@@ -26,8 +26,9 @@ type cli struct {
 	Warmup      time.Duration `help:"warm-up per round." default:"1s"`
 	Concurrency int           `help:"concurrent clients." default:"16"`
 	Rounds      int           `help:"rounds per target; the median is reported." default:"3"`
-	Pprof       string        `help:"pass --pprof ADDR to portico, to profile it during the run."`
+	Pprof       string        `help:"pass --pprof ADDR to portico, to profile it during the run (fixed: the cache-on instance gets the next port)."`
 	Cache       bool          `help:"run portico with its default result cache (64 MiB) instead of off; repeated calls for immutable data are then answered from it (setups trivial, geth, geth-remote, metering; fixed runs both)."`
+	Request     []string      `help:"requests the fixed setup measures: small (the transaction lookup), block (the 118 kB block)." default:"small,block"`
 	Erpc        string        `help:"erpc binary (0.1.2, built outside this repository; docs/benchmarks.md): the fixed setup adds its columns."`
 	ChaosPhase  time.Duration `help:"length of each phase of the chaos setup." default:"10s"`
 	Timeout     time.Duration `help:"client timeout per request in the chaos setup." default:"2s"`
