@@ -36,6 +36,16 @@ type target struct {
 	body    []byte
 }
 
+// setups are the values of --setup.
+var setups = map[string]func(context.Context, *cli) error{
+	"trivial":     trivial,
+	"geth":        gethEmbedded,
+	"geth-remote": geth,
+	"metering":    meteringSetup,
+	"fixed":       fixedSetup,
+	"chaos":       chaosSetup,
+}
+
 func run(ctx context.Context, c *cli) error {
 	cache := "off"
 	if c.Cache {
@@ -51,24 +61,11 @@ func run(ctx context.Context, c *cli) error {
 		if s == "trivial" || s == "geth" || s == "geth-remote" {
 			header()
 		}
-		var err error
-		switch s {
-		case "trivial":
-			err = trivial(ctx, c)
-		case "geth":
-			err = gethEmbedded(ctx, c)
-		case "geth-remote":
-			err = geth(ctx, c)
-		case "metering":
-			err = meteringSetup(ctx, c)
-		case "fixed":
-			err = fixedSetup(ctx, c)
-		case "chaos":
-			err = chaosSetup(ctx, c)
-		default:
-			err = fmt.Errorf("unknown setup %q", s)
+		setup, ok := setups[s]
+		if !ok {
+			return fmt.Errorf("unknown setup %q", s)
 		}
-		if err != nil {
+		if err := setup(ctx, c); err != nil {
 			return fmt.Errorf("%s: %w", s, err)
 		}
 	}

@@ -30,6 +30,7 @@ type cli struct {
 	Cache       bool          `help:"run portico with its default result cache (64 MiB) instead of off; repeated calls for immutable data are then answered from it (setups trivial, geth, geth-remote, metering; fixed runs both)."`
 	Request     []string      `help:"requests the fixed setup measures: small (the transaction lookup), block (the 118 kB block)." default:"small,block"`
 	Erpc        string        `help:"erpc binary (0.1.2, built outside this repository; docs/benchmarks.md): the fixed setup adds its columns."`
+	Proxyd      string        `help:"proxyd binary (built outside this repository; docs/benchmarks.md): the fixed setup adds its column."`
 	ChaosPhase  time.Duration `help:"length of each phase of the chaos setup." default:"10s"`
 	Timeout     time.Duration `help:"client timeout per request in the chaos setup." default:"2s"`
 }
