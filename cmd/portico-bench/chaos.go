@@ -59,8 +59,8 @@ func (f *fakeProc) close() {
 	f.proc.stop()
 }
 
-// chaosPhase is one phase: a fault done to node1 a second into the
-// phase, under load, and how it is undone after the phase.
+// chaosPhase is one phase: a fault done to node1 under load, once calls
+// go to it first, and how it is undone after the phase.
 type chaosPhase struct {
 	name    string
 	fault   func(ctx context.Context, n *fakeProc) error
@@ -123,10 +123,10 @@ func chaosSetup(ctx context.Context, c *cli) error {
 	defer gw.stop()
 	admin := &adminClient{url: "http://" + gw.shared + "/admin/v1/nodes"}
 	body := calls.txBody()
-	fmt.Printf("\nchaos: %d clients calling eth_getTransactionByHash through Portico (cache off) in front of three fake nodes; phases of %s, the fault a second in, client timeout %s; Portico's log in %s\n\n",
+	fmt.Printf("\nchaos: %d clients calling eth_getTransactionByHash through Portico (cache off) in front of three fake nodes; phases of %s, the fault once node1 is the first node calls go to, client timeout %s; Portico's log in %s\n\n",
 		c.Concurrency, c.ChaosPhase, c.Timeout, logFile.Name())
-	fmt.Println("| phase | req/s | client errors | client timeouts | p50 | p99 | max | calls to node1 / node2 / node3 after the fault | hedges | node failures | oldest heads of node2/3 | node1 back after |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| phase | fault at | req/s | client errors | client timeouts | p50 | p99 | max | calls to node1 / node2 / node3 after the fault | hedges | node failures | oldest heads of node2/3 | node1 first again after |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, ph := range chaosPhases {
 		// Each phase starts with node1 serving as the preferred node.
 		if _, err := admin.waitHealthy(ctx, 0, time.Minute); err != nil {
@@ -147,23 +147,38 @@ func chaosSetup(ctx context.Context, c *cli) error {
 				Check: func(_ int, b []byte) bool { return bytes.Contains(b, calls.txResult) },
 			})
 		})
+		// The fault comes once the load runs and node1 is the node calls
+		// go to first (not suspect after a hedge under load, not benched),
+		// so that it hits calls in flight; at the latest 5 s in.
+		var at time.Duration
+		preferred := true
+		start := time.Now()
+		if ph.fault != nil {
+			time.Sleep(200 * time.Millisecond)
+			for {
+				st, err := admin.nodes(ctx)
+				if err != nil {
+					return err
+				}
+				if n := st[0]; !n.Benched && !n.Suspect && !n.Lagging {
+					before = st // count calls from the fault on
+					break
+				}
+				if time.Since(start) > 5*time.Second {
+					preferred, before = false, st
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			at = time.Since(start)
+			if err := ph.fault(ctx, nodes[0]); err != nil {
+				return fmt.Errorf("%s: %w", ph.name, err)
+			}
+		}
 		// Sample the other nodes' heads while the phase runs: a node that
 		// never answers must not hold up tracking the others.
 		var oldest time.Duration
-		sampleEnd := time.Now().Add(c.ChaosPhase)
-		faultAt := time.Now().Add(time.Second)
-		faulted := ph.fault == nil
-		for time.Now().Before(sampleEnd) {
-			if !faulted && time.Now().After(faultAt) {
-				// Count calls from the fault on.
-				if before, err = admin.nodes(ctx); err != nil {
-					return err
-				}
-				if err := ph.fault(ctx, nodes[0]); err != nil {
-					return fmt.Errorf("%s: %w", ph.name, err)
-				}
-				faulted = true
-			}
+		for time.Since(start) < c.ChaosPhase {
 			if st, err := admin.nodes(ctx); err == nil {
 				for _, n := range st[1:] {
 					oldest = max(oldest, n.HeadsAge)
@@ -186,8 +201,12 @@ func chaosSetup(ctx context.Context, c *cli) error {
 			hedges += after[i].Hedged - before[i].Hedged
 			failures += after[i].Errors - before[i].Errors
 		}
-		backStr := "—"
+		backStr, atStr := "—", "—"
 		if ph.fault != nil {
+			atStr = fmt.Sprintf("%.1f s", at.Seconds())
+			if !preferred {
+				atStr += " (node1 was not first)"
+			}
 			// Undo the fault and time how long until Portico routes to
 			// node1 first again.
 			if err := ph.recover(ctx, nodes[0]); err != nil {
@@ -200,7 +219,7 @@ func chaosSetup(ctx context.Context, c *cli) error {
 				backStr = fmt.Sprintf("%.1f s", time.Since(start).Seconds())
 			}
 		}
-		fmt.Printf("| %s | %.0f | %d | %d | %s | %s | %s | %s | %d | %d | %s | %s |\n", ph.name, res.RPS, res.Errors, res.Timeouts,
+		fmt.Printf("| %s | %s | %.0f | %d | %d | %s | %s | %s | %s | %d | %d | %s | %s |\n", ph.name, atStr, res.RPS, res.Errors, res.Timeouts,
 			ms(res.P50), ms(res.P99), ms(res.Max), strings.Join(callsPer, " / "), hedges, failures, ms(oldest), backStr)
 	}
 	return nil
