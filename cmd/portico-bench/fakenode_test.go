@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -103,4 +105,19 @@ func TestFakeNode(t *testing.T) {
 	if got := call(`{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}`); got != `{"jsonrpc":"2.0","id":1,"result":"0x8"}` {
 		t.Errorf("lagging: %s", got)
 	}
+}
+
+// TestMain lets a test start this package's child processes: the test
+// binary, run as a child, is the child and runs no tests.
+func TestMain(m *testing.M) {
+	if len(os.Args) >= 3 {
+		if child, ok := children[os.Args[1]]; ok {
+			if err := child(os.Args[2:]); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
+	}
+	os.Exit(m.Run())
 }
