@@ -210,7 +210,7 @@ func reverseProxy(target string) error {
 // startChild runs this binary in one of its child modes (a reverse proxy,
 // the trivial upstream, a fake node) in a process of its own and reads the
 // address it prints.
-func startChild(ctx context.Context, mode string, args ...string) (*portico, error) {
+func startChild(ctx context.Context, mode string, args ...string) (*process, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -224,15 +224,15 @@ func startChild(ctx context.Context, mode string, args ...string) (*portico, err
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &portico{cmd: cmd, urls: map[string]string{}}
+	p := &process{cmd: cmd, urls: map[string]string{}}
 	sc := bufio.NewScanner(out)
 	if !sc.Scan() {
 		p.stop()
 		return nil, fmt.Errorf("%s did not start", mode)
 	}
-	p.shared = sc.Text()
+	p.addr = sc.Text()
 	for _, n := range []string{"evm", "solana"} {
-		p.urls[n] = "http://" + p.shared
+		p.urls[n] = "http://" + p.addr
 	}
 	go io.Copy(io.Discard, out)
 	return p, nil
@@ -272,7 +272,7 @@ func geth(ctx context.Context, c *cli) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	node := &portico{cmd: cmd}
+	node := &process{cmd: cmd}
 	defer node.stop()
 	var nodeURL string
 	sc := bufio.NewScanner(out)
@@ -329,7 +329,7 @@ func txLookup(blockHash string) target {
 
 // measure alternates direct and gateway rounds per target and prints the
 // medians.
-func measure(ctx context.Context, c *cli, setup, direct string, gw *portico, targets []target) error {
+func measure(ctx context.Context, c *cli, setup, direct string, gw *process, targets []target) error {
 	for _, t := range targets {
 		var d, g []loadgen.Result
 		for range c.Rounds {
@@ -384,12 +384,15 @@ func listen(h http.Handler) (net.Listener, error) {
 	return ln, nil
 }
 
-// portico is a running portico child process.
-type portico struct {
+// process is a running child process: portico, a peer gateway, or this
+// binary as a node or a baseline proxy.
+type process struct {
 	cmd     *exec.Cmd
-	urls    map[string]string // network name → HTTP URL with key
+	urls    map[string]string // network name → HTTP URL (with the key, for portico)
 	devnets map[string]string // network name → its embedded EVM devnet's own URL
-	shared  string            // the shared listener's address (admin API); a child's address
+	// addr is the address it serves on: portico's shared listener (the
+	// admin API), a node's or a proxy's only one.
+	addr string
 }
 
 // embedded as an upstream URL lets the network run its embedded devnet.
@@ -403,7 +406,7 @@ var (
 
 // startPortico runs the portico binary with one network per upstream and
 // waits for its ready lines; the result cache is on with --cache.
-func startPortico(ctx context.Context, c *cli, upstreams map[string]string, extra ...string) (*portico, error) {
+func startPortico(ctx context.Context, c *cli, upstreams map[string]string, extra ...string) (*process, error) {
 	opts := porticoOptions{cache: c.Cache, extra: extra, pprof: c.Pprof}
 	for _, fam := range []string{"evm", "solana"} {
 		switch u, ok := upstreams[fam]; {
@@ -429,7 +432,7 @@ type porticoOptions struct {
 
 // startPorticoWith runs the portico binary with opts, key checks and
 // metering on, and waits for its ready lines.
-func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*portico, error) {
+func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*process, error) {
 	dir, err := os.MkdirTemp("", "portico-bench")
 	if err != nil {
 		return nil, err
@@ -465,7 +468,7 @@ func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*portic
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &portico{cmd: cmd, urls: map[string]string{}, devnets: map[string]string{}}
+	p := &process{cmd: cmd, urls: map[string]string{}, devnets: map[string]string{}}
 	sc := bufio.NewScanner(out)
 	for len(p.urls) < len(opts.networks) && sc.Scan() {
 		if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
@@ -475,7 +478,7 @@ func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*portic
 			p.devnets[m[1]] = m[2]
 		}
 		if m := sharedLine.FindStringSubmatch(sc.Text()); m != nil {
-			p.shared = m[1]
+			p.addr = m[1]
 		}
 	}
 	if len(p.urls) < len(opts.networks) {
@@ -486,7 +489,7 @@ func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*portic
 	return p, nil
 }
 
-func (p *portico) stop() {
+func (p *process) stop() {
 	p.cmd.Process.Signal(os.Interrupt)
 	p.cmd.Wait()
 }

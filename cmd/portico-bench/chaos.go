@@ -27,7 +27,7 @@ const chaosAdminToken = "portico-bench-admin-token"
 // again on the same address.
 type fakeProc struct {
 	name, addr, fixtures string
-	proc                 *portico
+	proc                 *process
 	stopped, dead        bool
 }
 
@@ -99,9 +99,9 @@ func chaosSetup(ctx context.Context, c *cli) error {
 		if err != nil {
 			return err
 		}
-		nodes[i] = &fakeProc{name: fmt.Sprintf("node%d", i+1), addr: p.shared, fixtures: c.Fixtures, proc: p}
+		nodes[i] = &fakeProc{name: fmt.Sprintf("node%d", i+1), addr: p.addr, fixtures: c.Fixtures, proc: p}
 		defer nodes[i].close()
-		ups = append(ups, fmt.Sprintf("{name: %s, url: %q}", nodes[i].name, "http://"+p.shared))
+		ups = append(ups, fmt.Sprintf("{name: %s, url: %q}", nodes[i].name, "http://"+p.addr))
 	}
 	// Portico's log (a warning per failed call) goes to a file: it is
 	// evidence, and too long for the terminal.
@@ -121,7 +121,7 @@ func chaosSetup(ctx context.Context, c *cli) error {
 		return err
 	}
 	defer gw.stop()
-	admin := &adminClient{url: "http://" + gw.shared + "/admin/v1/nodes"}
+	admin := &adminClient{url: "http://" + gw.addr + "/admin/v1/nodes"}
 	body := calls.txBody()
 	fmt.Printf("\nchaos: %d clients calling eth_getTransactionByHash through Portico (cache off) in front of three fake nodes; phases of %s, the fault once node1 is the first node calls go to, client timeout %s; Portico's log in %s\n\n",
 		c.Concurrency, c.ChaosPhase, c.Timeout, logFile.Name())

@@ -104,7 +104,7 @@ type fakeNode struct {
 	lagged atomic.Bool
 	pool   sync.Pool
 	// Prebuilt results, by method.
-	chainID, syncing, notFound []byte
+	chainID, syncing []byte
 }
 
 // fakeEVMNode runs a fake node on listen (127.0.0.1:0 for any port) and

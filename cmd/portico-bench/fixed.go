@@ -42,7 +42,7 @@ func fixedSetup(ctx context.Context, c *cli) error {
 		return err
 	}
 	defer node.stop()
-	nodeURL := "http://" + node.shared
+	nodeURL := "http://" + node.addr
 	network := func() porticoOptions {
 		return porticoOptions{networks: []string{fmt.Sprintf(`{name: evm, family: evm, chain_id: "0x1", upstreams: [{name: fake, url: %q}]}`, nodeURL)}}
 	}

@@ -70,7 +70,7 @@ projects:
 
 // startErpc runs the erpc binary bin in front of nodeURL and waits until
 // it answers.
-func startErpc(ctx context.Context, bin, nodeURL string, multiplexing bool) (*portico, error) {
+func startErpc(ctx context.Context, bin, nodeURL string, multiplexing bool) (*process, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -112,7 +112,7 @@ eth_getBlockByHash = "main"
 
 // startProxyd runs the proxyd binary bin in front of nodeURL and waits
 // until it answers.
-func startProxyd(ctx context.Context, bin, nodeURL string) (*portico, error) {
+func startProxyd(ctx context.Context, bin, nodeURL string) (*process, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -124,7 +124,7 @@ func startProxyd(ctx context.Context, bin, nodeURL string) (*portico, error) {
 // startPeer writes config to a file of its own, runs the command args
 // gives for that file with its output in a log file next to it, and waits
 // until url answers.
-func startPeer(ctx context.Context, kind, name, config, url string, args func(path string) []string) (*portico, error) {
+func startPeer(ctx context.Context, kind, name, config, url string, args func(path string) []string) (*process, error) {
 	dir, err := os.MkdirTemp("", "portico-bench-"+kind)
 	if err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ func startPeer(ctx context.Context, kind, name, config, url string, args func(pa
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "portico-bench: %s logs to %s\n", name, log.Name())
-	p := &portico{cmd: cmd, urls: map[string]string{"evm": url}}
+	p := &process{cmd: cmd, urls: map[string]string{"evm": url}}
 	if err := waitAnswer(ctx, url, []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}`), time.Minute); err != nil {
 		p.stop()
 		return nil, fmt.Errorf("%s: %w", name, err)
