@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ethereum/go-ethereum/ethclient"
@@ -35,30 +36,36 @@ type target struct {
 	body    []byte
 }
 
+// setups are the values of --setup.
+var setups = map[string]func(context.Context, *cli) error{
+	"trivial":     trivial,
+	"geth":        gethEmbedded,
+	"geth-remote": geth,
+	"metering":    meteringSetup,
+	"fixed":       fixedSetup,
+	"chaos":       chaosSetup,
+}
+
 func run(ctx context.Context, c *cli) error {
 	cache := "off"
 	if c.Cache {
 		cache = "on (64 MiB)"
 	}
-	fmt.Printf("portico-bench: %d CPUs, GOMAXPROCS %d, %s, concurrency %d, %d rounds of %s (+%s warm-up), result cache %s\n\n",
+	fmt.Printf("portico-bench: %d CPUs, GOMAXPROCS %d, %s, concurrency %d, %d rounds of %s (+%s warm-up), result cache %s (fixed: both, chaos: off)\n\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), c.Concurrency, c.Rounds, c.Duration, c.Warmup, cache)
-	fmt.Println("| setup | request | direct req/s | gateway req/s | ratio | direct p50 | gateway p50 | added p50 | direct p99 | gateway p99 | added p99 |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	header := sync.OnceFunc(func() {
+		fmt.Println("| setup | request | direct req/s | gateway req/s | ratio | direct p50 | gateway p50 | added p50 | direct p99 | gateway p99 | added p99 |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	})
 	for _, s := range c.Setup {
-		var err error
-		switch s {
-		case "trivial":
-			err = trivial(ctx, c)
-		case "geth":
-			err = gethEmbedded(ctx, c)
-		case "geth-remote":
-			err = geth(ctx, c)
-		case "metering":
-			err = meteringSetup(ctx, c)
-		default:
-			err = fmt.Errorf("unknown setup %q", s)
+		if s == "trivial" || s == "geth" || s == "geth-remote" {
+			header()
 		}
-		if err != nil {
+		setup, ok := setups[s]
+		if !ok {
+			return fmt.Errorf("unknown setup %q", s)
+		}
+		if err := setup(ctx, c); err != nil {
 			return fmt.Errorf("%s: %w", s, err)
 		}
 	}
@@ -200,14 +207,15 @@ func reverseProxy(target string) error {
 	return http.Serve(ln, rp)
 }
 
-// startChild runs this binary as a reverse proxy or a trivial upstream in
-// a child process and reads the address it prints.
-func startChild(ctx context.Context, mode, arg string) (*portico, error) {
+// startChild runs this binary in one of its child modes (a reverse proxy,
+// the trivial upstream, a fake node) in a process of its own and reads the
+// address it prints.
+func startChild(ctx context.Context, mode string, args ...string) (*process, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, mode, arg)
+	cmd := exec.CommandContext(ctx, self, append([]string{mode}, args...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -216,15 +224,17 @@ func startChild(ctx context.Context, mode, arg string) (*portico, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &portico{cmd: cmd, urls: map[string]string{}}
+	p := &process{cmd: cmd, urls: map[string]string{}}
 	sc := bufio.NewScanner(out)
 	if !sc.Scan() {
 		p.stop()
 		return nil, fmt.Errorf("%s did not start", mode)
 	}
+	p.addr = sc.Text()
 	for _, n := range []string{"evm", "solana"} {
-		p.urls[n] = "http://" + sc.Text()
+		p.urls[n] = "http://" + p.addr
 	}
+	go io.Copy(io.Discard, out)
 	return p, nil
 }
 
@@ -262,7 +272,7 @@ func geth(ctx context.Context, c *cli) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	node := &portico{cmd: cmd}
+	node := &process{cmd: cmd}
 	defer node.stop()
 	var nodeURL string
 	sc := bufio.NewScanner(out)
@@ -319,7 +329,7 @@ func txLookup(blockHash string) target {
 
 // measure alternates direct and gateway rounds per target and prints the
 // medians.
-func measure(ctx context.Context, c *cli, setup, direct string, gw *portico, targets []target) error {
+func measure(ctx context.Context, c *cli, setup, direct string, gw *process, targets []target) error {
 	for _, t := range targets {
 		var d, g []loadgen.Result
 		for range c.Rounds {
@@ -374,11 +384,15 @@ func listen(h http.Handler) (net.Listener, error) {
 	return ln, nil
 }
 
-// portico is a running portico child process.
-type portico struct {
+// process is a running child process: portico, a peer gateway, or this
+// binary as a node or a baseline proxy.
+type process struct {
 	cmd     *exec.Cmd
-	urls    map[string]string // network name → HTTP URL with key
+	urls    map[string]string // network name → HTTP URL (with the key, for portico)
 	devnets map[string]string // network name → its embedded EVM devnet's own URL
+	// addr is the address it serves on: portico's shared listener (the
+	// admin API), a node's or a proxy's only one.
+	addr string
 }
 
 // embedded as an upstream URL lets the network run its embedded devnet.
@@ -387,41 +401,66 @@ const embedded = "embedded"
 var (
 	readyLine  = regexp.MustCompile(`^(\S+)\s+(http://\S+/v3/\S+)\s`)
 	devnetLine = regexp.MustCompile(`^(\S+): embedded go-ethereum devnet at (http://\S+),`)
+	sharedLine = regexp.MustCompile(`^portico ready on (\S+) `)
 )
 
 // startPortico runs the portico binary with one network per upstream and
-// waits for its ready lines.
-func startPortico(ctx context.Context, c *cli, upstreams map[string]string, extra ...string) (*portico, error) {
+// waits for its ready lines; the result cache is on with --cache.
+func startPortico(ctx context.Context, c *cli, upstreams map[string]string, extra ...string) (*process, error) {
+	opts := porticoOptions{cache: c.Cache, extra: extra, pprof: c.Pprof}
+	for _, fam := range []string{"evm", "solana"} {
+		switch u, ok := upstreams[fam]; {
+		case u == embedded:
+			opts.networks = append(opts.networks, fmt.Sprintf("{name: %s, family: %s}", fam, fam))
+		case ok:
+			opts.networks = append(opts.networks, fmt.Sprintf("{name: %s, family: %s, upstreams: [{url: %q}]}", fam, fam, u))
+		}
+	}
+	return startPorticoWith(ctx, c, opts)
+}
+
+// porticoOptions is the config of one portico process.
+type porticoOptions struct {
+	cache    bool     // the default result cache (64 MiB), else none
+	extra    []string // top-level YAML lines
+	networks []string // one YAML flow mapping per network
+	// stderr, when set, receives portico's log instead of this
+	// process's stderr.
+	stderr io.Writer
+	pprof  string // --pprof ADDR, when set
+}
+
+// startPorticoWith runs the portico binary with opts, key checks and
+// metering on, and waits for its ready lines.
+func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*process, error) {
 	dir, err := os.MkdirTemp("", "portico-bench")
 	if err != nil {
 		return nil, err
 	}
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "listen: 127.0.0.1:0\nlog: {level: warn}\nkeys: [{name: bench, key: %s, daily_credits: 1000000000000000}]\n", benchKey)
-	if !c.Cache {
+	if !opts.cache {
 		fmt.Fprintf(&cfg, "cache: {max_bytes: 0}\n")
 	}
-	for _, e := range extra {
+	for _, e := range opts.extra {
 		fmt.Fprintln(&cfg, e)
 	}
 	fmt.Fprintf(&cfg, "networks:\n")
-	for _, fam := range []string{"evm", "solana"} {
-		switch u, ok := upstreams[fam]; {
-		case u == embedded:
-			fmt.Fprintf(&cfg, "  - {name: %s, family: %s}\n", fam, fam)
-		case ok:
-			fmt.Fprintf(&cfg, "  - {name: %s, family: %s, upstreams: [{url: %q}]}\n", fam, fam, u)
-		}
+	for _, n := range opts.networks {
+		fmt.Fprintf(&cfg, "  - %s\n", n)
 	}
 	path := filepath.Join(dir, "portico.yaml")
 	if err := os.WriteFile(path, []byte(cfg.String()), 0o600); err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, c.Portico, "serve", "--config", path, "--data-dir", dir)
-	if c.Pprof != "" {
-		cmd.Args = append(cmd.Args, "--pprof", c.Pprof)
+	if opts.pprof != "" {
+		cmd.Args = append(cmd.Args, "--pprof", opts.pprof)
 	}
 	cmd.Stderr = os.Stderr
+	if opts.stderr != nil {
+		cmd.Stderr = opts.stderr
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -429,17 +468,20 @@ func startPortico(ctx context.Context, c *cli, upstreams map[string]string, extr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &portico{cmd: cmd, urls: map[string]string{}, devnets: map[string]string{}}
+	p := &process{cmd: cmd, urls: map[string]string{}, devnets: map[string]string{}}
 	sc := bufio.NewScanner(out)
-	for len(p.urls) < len(upstreams) && sc.Scan() {
+	for len(p.urls) < len(opts.networks) && sc.Scan() {
 		if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
 			p.urls[m[1]] = strings.Replace(m[2], "<API_KEY>", benchKey, 1)
 		}
 		if m := devnetLine.FindStringSubmatch(sc.Text()); m != nil {
 			p.devnets[m[1]] = m[2]
 		}
+		if m := sharedLine.FindStringSubmatch(sc.Text()); m != nil {
+			p.addr = m[1]
+		}
 	}
-	if len(p.urls) < len(upstreams) {
+	if len(p.urls) < len(opts.networks) {
 		p.stop()
 		return nil, fmt.Errorf("portico did not print its ready lines")
 	}
@@ -447,7 +489,7 @@ func startPortico(ctx context.Context, c *cli, upstreams map[string]string, extr
 	return p, nil
 }
 
-func (p *portico) stop() {
+func (p *process) stop() {
 	p.cmd.Process.Signal(os.Interrupt)
 	p.cmd.Wait()
 }

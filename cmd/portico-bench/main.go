@@ -20,30 +20,40 @@ import (
 type cli struct {
 	Portico     string        `help:"portico binary to run." default:"bin/portico"`
 	Fixtures    string        `help:"fixtures directory (testdata/fixtures)." default:"testdata/fixtures"`
-	Setup       []string      `help:"setups to run: trivial, geth (embedded in portico), geth-remote (in another process, over HTTP), metering." default:"trivial,geth,geth-remote"`
+	Setup       []string      `help:"setups to run: trivial, geth (embedded in portico), geth-remote (in another process, over HTTP), metering, fixed (issue 15: a fake EVM node, pass-through, cache hit, erpc), chaos (issue 15: three fake nodes, one killed, frozen, lagging)." default:"trivial,geth,geth-remote"`
 	Redis       string        `help:"Redis for the metering setup." default:"redis://127.0.0.1:6379/0"`
 	Duration    time.Duration `help:"measured time per round." default:"5s"`
 	Warmup      time.Duration `help:"warm-up per round." default:"1s"`
 	Concurrency int           `help:"concurrent clients." default:"16"`
 	Rounds      int           `help:"rounds per target; the median is reported." default:"3"`
-	Pprof       string        `help:"pass --pprof ADDR to portico, to profile it during the run."`
-	Cache       bool          `help:"run portico with its default result cache (64 MiB) instead of off; repeated calls for immutable data are then answered from it."`
+	Pprof       string        `help:"pass --pprof ADDR to portico, to profile it during the run (fixed: the cache-on instance gets the next port)."`
+	Cache       bool          `help:"run portico with its default result cache (64 MiB) instead of off; repeated calls for immutable data are then answered from it (setups trivial, geth, geth-remote, metering; fixed runs both)."`
+	Request     []string      `help:"requests the fixed setup measures: small (the transaction lookup), block (the 118 kB block)." default:"small,block"`
+	Erpc        string        `help:"erpc binary (0.1.2, built outside this repository; docs/benchmarks.md): the fixed setup adds its columns."`
+	Proxyd      string        `help:"proxyd binary (built outside this repository; docs/benchmarks.md): the fixed setup adds its column."`
+	ChaosPhase  time.Duration `help:"length of each phase of the chaos setup." default:"10s"`
+	Timeout     time.Duration `help:"client timeout per request in the chaos setup." default:"2s"`
+}
+
+// children are the modes in which this binary runs as a child process
+// of a setup: a node or a baseline proxy in a process of its own, stopped
+// by its parent's signal (so no signal handler here).
+var children = map[string]func(args []string) error{
+	"reverse-proxy":    func(a []string) error { return reverseProxy(a[0]) },
+	"trivial-upstream": func(a []string) error { return trivialUpstream(a[0]) },
+	// fake-evm-node LISTEN FIXTURES
+	"fake-evm-node": func(a []string) error { return fakeEVMNode(a[0], a[1]) },
 }
 
 func main() {
-	if len(os.Args) == 3 && (os.Args[1] == "reverse-proxy" || os.Args[1] == "trivial-upstream") {
-		// Child processes: the bare net/http reverse proxy baseline and
-		// the trivial upstream, stopped by the parent's SIGINT (so no
-		// signal handler here).
-		run := reverseProxy
-		if os.Args[1] == "trivial-upstream" {
-			run = trivialUpstream
+	if len(os.Args) >= 3 {
+		if child, ok := children[os.Args[1]]; ok {
+			if err := child(os.Args[2:]); err != nil {
+				fmt.Fprintln(os.Stderr, "portico-bench:", err)
+				os.Exit(1)
+			}
+			return
 		}
-		if err := run(os.Args[2]); err != nil {
-			fmt.Fprintln(os.Stderr, "portico-bench:", err)
-			os.Exit(1)
-		}
-		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -8,6 +8,7 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -29,21 +30,35 @@ type Config struct {
 	Warmup   time.Duration
 	// Check, when set, validates a response body; a false counts an error.
 	Check func(status int, body []byte) bool
+	// Timeout, when set, bounds each request: one with no full answer
+	// within it counts as a timeout (not an error), and its worker sends
+	// the next request.
+	Timeout time.Duration
 }
 
 // Result summarises a run.
 type Result struct {
+	// Requests counts every request that ended within the run: answered,
+	// failed or timed out.
 	Requests int
+	// Errors counts failed requests (refused, reset, a status other than
+	// 200, a body that fails Check); Timeouts those cut off by Timeout.
 	Errors   int
+	Timeouts int
 	Elapsed  time.Duration
 	// RPS is successful requests per second.
 	RPS           float64
 	P50, P90, P99 time.Duration
+	// Max is the slowest successful request.
+	Max time.Duration
+	// FirstError describes one failed request, for a report to show what
+	// went wrong: the error, or the status and the start of the body.
+	FirstError string
 }
 
 // String formats a result for a table row.
 func (r Result) String() string {
-	return fmt.Sprintf("%.0f req/s, p50 %s, p99 %s, %d errors", r.RPS, r.P50, r.P99, r.Errors)
+	return fmt.Sprintf("%.0f req/s, p50 %s, p99 %s, %d errors, %d timeouts", r.RPS, r.P50, r.P99, r.Errors, r.Timeouts)
 }
 
 // Run performs a load run.
@@ -67,12 +82,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	mctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	start := time.Now()
-	lats, errs := run(mctx, client, cfg)
+	lats, errs, timeouts, first := run(mctx, client, cfg)
 	elapsed := time.Since(start)
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
 	}
-	res := Result{Requests: len(lats) + errs, Errors: errs, Elapsed: elapsed}
+	res := Result{Requests: len(lats) + errs + timeouts, Errors: errs, Timeouts: timeouts, Elapsed: elapsed, FirstError: first}
 	if len(lats) == 0 {
 		return res, fmt.Errorf("loadgen: no successful request to %s", cfg.URL)
 	}
@@ -81,32 +96,48 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.P50 = lats[len(lats)*50/100]
 	res.P90 = lats[len(lats)*90/100]
 	res.P99 = lats[len(lats)*99/100]
+	res.Max = lats[len(lats)-1]
 	return res, nil
 }
 
 // run drives the workers until ctx ends and returns the latencies of the
-// successful requests and the number of failed ones.
-func run(ctx context.Context, client *http.Client, cfg Config) ([]time.Duration, int) {
+// successful requests and the numbers of failed and timed-out ones.
+func run(ctx context.Context, client *http.Client, cfg Config) ([]time.Duration, int, int, string) {
 	var (
-		mu   sync.Mutex
-		all  []time.Duration
-		errs int
-		wg   sync.WaitGroup
+		mu             sync.Mutex
+		all            []time.Duration
+		errs, timeouts int
+		first          string
+		wg             sync.WaitGroup
 	)
 	for range cfg.Concurrency {
 		wg.Go(func() {
 			lats := make([]time.Duration, 0, 4096)
-			n := 0
+			n, nt := 0, 0
 			buf := make([]byte, 0, 64<<10)
 			for ctx.Err() == nil {
 				t0 := time.Now()
-				status, body, err := post(ctx, client, cfg.URL, cfg.Body, buf[:0])
+				status, body, timedOut, err := post(ctx, client, cfg.URL, cfg.Body, buf[:0], cfg.Timeout)
 				d := time.Since(t0)
 				if ctx.Err() != nil {
 					break // cut off by the end of the run: not a sample
 				}
+				if timedOut {
+					nt++
+					continue
+				}
 				if err != nil || status != http.StatusOK || (cfg.Check != nil && !cfg.Check(status, body)) {
-					n++
+					if n++; n == 1 {
+						desc := fmt.Sprintf("HTTP %d: %.300s", status, body)
+						if err != nil {
+							desc = err.Error()
+						}
+						mu.Lock()
+						if first == "" {
+							first = desc
+						}
+						mu.Unlock()
+					}
 					continue
 				}
 				buf = body
@@ -115,25 +146,37 @@ func run(ctx context.Context, client *http.Client, cfg Config) ([]time.Duration,
 			mu.Lock()
 			all = append(all, lats...)
 			errs += n
+			timeouts += nt
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return all, errs
+	return all, errs, timeouts, first
 }
 
-func post(ctx context.Context, client *http.Client, url string, body, buf []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// post sends one request. With a timeout, it reports whether the answer
+// was cut off by it.
+func post(ctx context.Context, client *http.Client, url string, body, buf []byte, timeout time.Duration) (status int, answer []byte, timedOut bool, err error) {
+	rctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+		defer func() {
+			timedOut = err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded)
+		}()
+	}
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
 	defer resp.Body.Close()
 	b := bytes.NewBuffer(buf)
 	_, err = io.Copy(b, resp.Body)
-	return resp.StatusCode, b.Bytes(), err
+	return resp.StatusCode, b.Bytes(), false, err
 }

@@ -37,3 +37,31 @@ func TestRunCountsRequestsAndErrors(t *testing.T) {
 		t.Fatalf("percentiles %+v", res)
 	}
 }
+
+func TestRunCountsTimeoutsApart(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1)%3 == 0 {
+			select { // a node that never answers, until the client leaves
+			case <-r.Context().Done():
+			case <-time.After(time.Second):
+			}
+			return
+		}
+		w.Write([]byte(`{"result":1}`))
+	}))
+	defer srv.Close()
+	res, err := loadgen.Run(context.Background(), loadgen.Config{
+		URL: srv.URL, Body: []byte(`{}`), Concurrency: 2, Duration: 300 * time.Millisecond,
+		Timeout: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Timeouts == 0 || res.Errors != 0 || res.Requests != res.Timeouts+int(res.RPS*res.Elapsed.Seconds()+0.5) {
+		t.Fatalf("result %+v", res)
+	}
+	if res.P99 >= 20*time.Millisecond {
+		t.Fatalf("a timed-out request counted as a sample: %+v", res)
+	}
+}
