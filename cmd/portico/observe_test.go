@@ -96,6 +96,7 @@ func TestReadyz(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &r); err != nil || status != 503 || r.Ready || r.Checks["network mainnet"] == "ok" || r.Checks["store"] != "ok" {
 		t.Fatalf("/readyz with a dead node: %d %s", status, body)
 	}
+	t.Logf("/readyz with a dead node: %s", body)
 	if strings.Contains(body, "secret-path") {
 		t.Fatalf("/readyz shows a node URL's path: %s", body)
 	}
