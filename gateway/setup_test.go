@@ -122,6 +122,8 @@ type options struct {
 	metrics *metrics.Metrics
 	tracer  trace.Tracer
 	access  *gateway.AccessLog
+	// logger replaces the test log (which is at debug level).
+	logger *slog.Logger
 }
 
 func newEnv(t *testing.T, o options) *env {
@@ -146,6 +148,9 @@ func newEnv(t *testing.T, o options) *env {
 		o.limits(&limits)
 	}
 	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if o.logger != nil {
+		logger = o.logger
+	}
 	cache := gateway.NewCache(1<<20, nil)
 	t.Cleanup(cache.Close)
 	var keys gateway.Authenticator = apikey.NewSet(append(o.keys, apikey.Entry{Name: "tester", Hash: apikey.Sum(testKey)})...)

@@ -44,6 +44,7 @@ var setups = map[string]func(context.Context, *cli) error{
 	"metering":    meteringSetup,
 	"fixed":       fixedSetup,
 	"chaos":       chaosSetup,
+	"observe":     observeSetup,
 }
 
 func run(ctx context.Context, c *cli) error {
@@ -424,6 +425,7 @@ type porticoOptions struct {
 	cache    bool     // the default result cache (64 MiB), else none
 	extra    []string // top-level YAML lines
 	networks []string // one YAML flow mapping per network
+	log      string   // the log: flow mapping; default {level: warn}
 	// stderr, when set, receives portico's log instead of this
 	// process's stderr.
 	stderr io.Writer
@@ -438,7 +440,11 @@ func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*proces
 		return nil, err
 	}
 	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "listen: 127.0.0.1:0\nlog: {level: warn}\nkeys: [{name: bench, key: %s, daily_credits: 1000000000000000}]\n", benchKey)
+	logCfg := opts.log
+	if logCfg == "" {
+		logCfg = "{level: warn}"
+	}
+	fmt.Fprintf(&cfg, "listen: 127.0.0.1:0\nlog: %s\nkeys: [{name: bench, key: %s, daily_credits: 1000000000000000}]\n", logCfg, benchKey)
 	if !opts.cache {
 		fmt.Fprintf(&cfg, "cache: {max_bytes: 0}\n")
 	}

@@ -20,7 +20,7 @@ import (
 type cli struct {
 	Portico     string        `help:"portico binary to run." default:"bin/portico"`
 	Fixtures    string        `help:"fixtures directory (testdata/fixtures)." default:"testdata/fixtures"`
-	Setup       []string      `help:"setups to run: trivial, geth (embedded in portico), geth-remote (in another process, over HTTP), metering, fixed (issue 15: a fake EVM node, pass-through, cache hit, erpc), chaos (issue 15: three fake nodes, one killed, frozen, lagging)." default:"trivial,geth,geth-remote"`
+	Setup       []string      `help:"setups to run: trivial, geth (embedded in portico), geth-remote (in another process, over HTTP), metering, fixed (issue 15: a fake EVM node, pass-through, cache hit, erpc), chaos (issue 15: three fake nodes, one killed, frozen, lagging), observe (issue 16: metrics, access log and traces on vs off)." default:"trivial,geth,geth-remote"`
 	Redis       string        `help:"Redis for the metering setup." default:"redis://127.0.0.1:6379/0"`
 	Duration    time.Duration `help:"measured time per round." default:"5s"`
 	Warmup      time.Duration `help:"warm-up per round." default:"1s"`

@@ -113,6 +113,7 @@ type Main struct {
 	MetricsAddr string
 
 	log     *slog.Logger
+	logBuf  io.Closer                 // the log's buffer, closed last; nil when unbuffered
 	metrics *metrics.Metrics          // nil when metrics.disabled
 	tracer  trace.Tracer              // nil when tracing is off
 	pools   map[string]*upstream.Pool // by network
@@ -146,7 +147,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := checkConfig(cfg); err != nil {
 		return err
 	}
-	m.log = newLogger(m.Stderr, cfg.Log)
+	logw, logBuf := bufferLogs(m.Stderr)
+	m.logBuf = logBuf
+	m.log = newLogger(logw, cfg.Log)
 	if cfg.DataDir != "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return fmt.Errorf("data dir: %w", err)
@@ -506,6 +509,9 @@ func (m *Main) close() error {
 	}
 	if m.cache != nil {
 		m.cache.Close()
+	}
+	if m.logBuf != nil {
+		errs = append(errs, m.logBuf.Close())
 	}
 	return errors.Join(errs...)
 }
