@@ -26,9 +26,11 @@ type member struct {
 	index int // position in the configured order
 
 	mu sync.Mutex
-	// Health: consecutive failures and the bench they earned.
-	failures int
-	benched  time.Time // zero when not benched
+	// Health: consecutive failures and the bench they earned; unreachable
+	// when head tracking failed to read the node since it last could.
+	failures    int
+	benched     time.Time // zero when not benched
+	unreachable bool
 	// Slowness: a node that a hedge overtook is suspect for a while, so
 	// that new calls go elsewhere first; a timely answer clears it.
 	// slowStreak counts slow episodes in a row, not overtaken calls.
@@ -97,6 +99,8 @@ func (m *member) fail(now time.Time, call bool) {
 	if call {
 		m.calls++
 		m.errs++
+	} else {
+		m.unreachable = true
 	}
 	m.failures++
 	backoff := time.Second << min(m.failures-1, 5)

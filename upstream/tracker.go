@@ -139,8 +139,13 @@ func (p *Pool) pollNode(ctx context.Context, m *member, round int, timeout time.
 	m.mu.Lock()
 	m.heads, m.headsAt = h, p.now()
 	// A node that answers its probes is back: its calls may go to it
-	// again (a slow node stays suspect; calls tell).
+	// again. A slow node stays suspect (calls tell), unless its probes had
+	// gone unanswered: then its slowness was that outage, which is over,
+	// and as a suspect node it would get no call to show it.
 	m.failures, m.benched = 0, time.Time{}
+	if m.unreachable {
+		m.unreachable, m.slowStreak, m.suspect = false, 0, time.Time{}
+	}
 	m.mu.Unlock()
 }
 
