@@ -66,12 +66,14 @@ func (n *headNode) Call(ctx context.Context, method string, _ jsontext.Value, _ 
 func (n *headNode) Close() error { return nil }
 
 // newHeadPool tracks a and b every millisecond on clock; Close is checked
-// to leave no goroutine behind.
+// to leave no goroutine behind. Its hedge delay is long enough that an
+// answer from memory always comes first, however busy the machine.
 func newHeadPool(t *testing.T, clock *fakeClock, a, b *headNode) *upstream.Pool {
 	current := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, current) })
 	p := upstream.NewPool(upstream.PoolConfig{Network: "n", Members: []upstream.Member{{Name: "a", Node: a}, {Name: "b", Node: b}},
-		Chain: fakeChain, PollInterval: time.Millisecond, Now: clock.Now})
+		Chain: fakeChain, PollInterval: time.Millisecond, Now: clock.Now,
+		Hedge: upstream.Hedge{MinDelay: 300 * time.Millisecond, MaxDelay: 300 * time.Millisecond}})
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
