@@ -26,14 +26,16 @@ type member struct {
 	index int // position in the configured order
 
 	mu sync.Mutex
-	// Health: consecutive failures and the bench they earned.
-	failures int
-	benched  time.Time // zero when not benched
-	// Slowness: a node that a hedge had to overtake is suspect for a
-	// while, so that new calls go elsewhere first; a timely answer clears
-	// it.
+	// Health: consecutive failures and the bench they earned; unreachable
+	// when head tracking failed to read the node since it last could.
+	failures    int
+	benched     time.Time // zero when not benched
+	unreachable bool
+	// Slowness: a node that a hedge overtook is suspect for a while, so
+	// that new calls go elsewhere first; a timely answer clears it.
+	// slowStreak counts slow episodes in a row, not overtaken calls.
 	slowStreak int
-	suspect    time.Time
+	suspect    time.Time // when the latest suspicion ends; zero when none
 	// Chain: what the node says of its chain.
 	heads    portico.Heads
 	headsAt  time.Time // when heads were last read; zero when never
@@ -67,8 +69,8 @@ func (w *latencyWindow) add(d time.Duration) {
 	}
 }
 
-// healthy reports whether the node is neither benched nor suspect nor on
-// the wrong chain at now.
+// state reports whether the node is benched, suspect and on the wrong
+// chain at now.
 func (m *member) state(now time.Time) (benched, suspect, wrong bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -97,6 +99,8 @@ func (m *member) fail(now time.Time, call bool) {
 	if call {
 		m.calls++
 		m.errs++
+	} else {
+		m.unreachable = true
 	}
 	m.failures++
 	backoff := time.Second << min(m.failures-1, 5)
@@ -104,16 +108,33 @@ func (m *member) fail(now time.Time, call bool) {
 	m.mu.Unlock()
 }
 
-// overtaken marks the node suspect: a hedge had to be sent because it did
-// not answer in time. The suspicion lasts from 1s, doubling while the node
-// keeps being overtaken, up to 30s.
-func (m *member) overtaken(now time.Time) {
+// hedgedPast counts a hedge sent because the node had not answered in
+// time. It is not yet a sign of slowness: the node may still answer first
+// (the wait may have been the caller's, a pause of the gateway).
+func (m *member) hedgedPast() {
 	m.mu.Lock()
 	m.hedged++
+	m.mu.Unlock()
+}
+
+// overtaken marks the node suspect: a hedge sent after the attempt that
+// was sent at sent answered first, at now. The suspicion lasts 1s,
+// doubling with each further slow episode in a row, up to 30s.
+//
+// One pause of the node holds every call in flight on it, and each is
+// overtaken in turn: they are one episode, not many. So an attempt sent
+// before the latest suspicion ended (while the node was suspect, or in the
+// pause that began it) adds nothing; only an attempt sent after it, when
+// the node was first again, starts a new episode.
+func (m *member) overtaken(sent, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.suspect.IsZero() && sent.Before(m.suspect) {
+		return
+	}
 	m.slowStreak++
 	d := time.Second << min(m.slowStreak-1, 5)
 	m.suspect = now.Add(min(d, 30*time.Second))
-	m.mu.Unlock()
 }
 
 // hedgeDelay is how long to wait for the node before a hedge: its p95

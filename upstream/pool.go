@@ -209,8 +209,10 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 	defer cancel() // ends the attempts that lost
 	results := make(chan attempt, len(order))
 	next, pending := 0, 0
+	var launched time.Time // when the last attempt was sent, on p.now
 	launch := func() {
 		m := order[next]
+		launched = p.now()
 		// Only the first attempt appends to dst's spare capacity: a later
 		// one gets a copy of its own, so that two attempts never write the
 		// same bytes and an attempt that lost cannot touch the answer.
@@ -267,13 +269,17 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 	var (
 		last     error
 		lastName string
-		slow     *member // the node a hedge overtook in this call
+		slow     *member   // the node a hedge was sent past in this call
+		slowSent time.Time // when the attempt at it was sent
 	)
 	for pending > 0 {
 		select {
 		case a := <-results:
 			pending--
 			if a.err == nil || isAnswer(a.err) {
+				if slow != nil && a.m != slow {
+					slow.overtaken(slowSent, p.now())
+				}
 				a.m.ok(a.took, a.m != slow)
 				if req.Repinned != nil {
 					*req.Repinned = a.repinned
@@ -302,8 +308,11 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 		case <-hedge:
 			hedge = nil
 			if next < len(order) && pending > 0 {
-				slow = order[next-1]
-				slow.overtaken(p.now())
+				// The node is suspect only if the hedge answers first: a
+				// late answer that still wins was a pause of ours as
+				// likely as of the node's.
+				slow, slowSent = order[next-1], launched
+				slow.hedgedPast()
 				p.log.Debug("hedging", "network", p.network, "slow", order[next-1].Name, "hedge", order[next].Name, "method", req.Method)
 				launch()
 			}

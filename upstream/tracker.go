@@ -30,26 +30,56 @@ const knownDepth = 256
 
 // Start reads every node's chain and heads once, so that a node on the
 // wrong chain is refused before the first call and tags resolve from the
-// start, then keeps reading them every PollInterval until Close. Without a
+// start, then reads each node every PollInterval until Close. Each node is
+// read on its own goroutine, one poll at a time: a node that is slow to
+// answer, or never answers, holds up no other node's heads. Without a
 // Heads hook it does nothing. ctx bounds the first round.
 func (p *Pool) Start(ctx context.Context) error {
 	if p.chain.Heads == nil || len(p.members) == 0 {
 		return nil
 	}
-	first, cancel := context.WithTimeout(ctx, max(2*p.poll, 5*time.Second))
-	p.pollAll(first, 0)
-	cancel()
+	var first sync.WaitGroup
+	for _, m := range p.members {
+		first.Go(func() { p.pollNode(ctx, m, 0, max(2*p.poll, 5*time.Second)) })
+	}
+	first.Wait()
+	p.follow(ctx)
+
 	run, stop := context.WithCancel(context.Background())
+	polled := make(chan struct{}, 1)
+	var tracking sync.WaitGroup
+	for _, m := range p.members {
+		tracking.Go(func() { p.pollEvery(run, m, polled) })
+	}
+	tracking.Go(func() {
+		for {
+			select {
+			case <-run.Done():
+				return
+			case <-polled:
+				p.follow(run)
+			}
+		}
+	})
+	done := make(chan struct{})
+	go func() {
+		tracking.Wait()
+		close(done)
+	}()
 	p.mu.Lock()
-	p.cancel, p.done = stop, make(chan struct{})
+	p.cancel, p.done = stop, done
 	p.mu.Unlock()
-	go p.track(run)
 	return nil
 }
 
-// track polls until ctx ends.
-func (p *Pool) track(ctx context.Context) {
-	defer close(p.done)
+// pollTimeout bounds one poll of one node after the first round.
+func (p *Pool) pollTimeout() time.Duration { return max(p.poll, time.Second) }
+
+// pollEvery reads m every PollInterval until ctx ends, and after each
+// poll asks for the network's heads to be brought up to date on polled (a
+// request already pending covers this one too). A poll that outlasts the
+// interval delays only m's next one.
+func (p *Pool) pollEvery(ctx context.Context, m *member, polled chan<- struct{}) {
 	t := time.NewTicker(p.poll)
 	defer t.Stop()
 	for round := 1; ; round++ {
@@ -58,54 +88,64 @@ func (p *Pool) track(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, max(p.poll, time.Second))
-		p.pollAll(pctx, round)
-		cancel()
+		p.pollNode(ctx, m, round, p.pollTimeout())
+		select {
+		case polled <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// pollAll reads every node at once, then updates the network's heads.
-func (p *Pool) pollAll(ctx context.Context, round int) {
-	var wg sync.WaitGroup
-	for _, m := range p.members {
-		wg.Go(func() { p.pollNode(ctx, m, round) })
-	}
-	wg.Wait()
+// follow brings the network's chain and heads up to date with what its
+// nodes said last. It runs on one goroutine at a time (Start's, then the
+// tracking goroutine's), so listeners are told in order, one at a time.
+func (p *Pool) follow(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, p.pollTimeout())
+	defer cancel()
 	p.checkChains()
 	p.updateHeads(ctx)
 }
 
 // pollNode reads one node's chain (at first and every identityEvery
-// rounds) and heads. A node that does not answer is benched like one that
-// fails a call.
-func (p *Pool) pollNode(ctx context.Context, m *member, round int) {
+// rounds) and heads, within timeout. A node that does not answer, or not
+// in time, is benched like one that fails a call, and its heads age; only
+// the end of ctx (Close, or the caller of Start leaving) is no failure.
+func (p *Pool) pollNode(ctx context.Context, m *member, round int, timeout time.Duration) {
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	failed := func(err error) {
+		if !isAnswer(err) && ctx.Err() == nil {
+			m.fail(p.now(), false)
+		}
+	}
 	m.mu.Lock()
 	needID := p.chain.Identity != nil && (m.identity == "" || round%identityEvery == 0)
 	m.mu.Unlock()
 	if needID {
-		id, err := p.chain.Identity(ctx, m.Node)
+		id, err := p.chain.Identity(pctx, m.Node)
 		if err != nil {
-			if !isAnswer(err) && ctx.Err() == nil {
-				m.fail(p.now(), false)
-			}
+			failed(err)
 			return
 		}
 		m.mu.Lock()
 		m.identity = id
 		m.mu.Unlock()
 	}
-	h, err := p.chain.Heads(ctx, m.Node)
+	h, err := p.chain.Heads(pctx, m.Node)
 	if err != nil {
-		if !isAnswer(err) && ctx.Err() == nil {
-			m.fail(p.now(), false)
-		}
+		failed(err)
 		return
 	}
 	m.mu.Lock()
 	m.heads, m.headsAt = h, p.now()
 	// A node that answers its probes is back: its calls may go to it
-	// again (a slow node stays suspect; calls tell).
+	// again. A slow node stays suspect (calls tell), unless its probes had
+	// gone unanswered: then its slowness was that outage, which is over,
+	// and as a suspect node it would get no call to show it.
 	m.failures, m.benched = 0, time.Time{}
+	if m.unreachable {
+		m.unreachable, m.slowStreak, m.suspect = false, 0, time.Time{}
+	}
 	m.mu.Unlock()
 }
 
@@ -148,12 +188,14 @@ func (p *Pool) checkChains() {
 }
 
 // updateHeads sets the network's heads to the best of the nodes that are
-// on its chain and not benched (finalized never goes back), finds reorgs
-// of the served chain, and tells the listeners.
+// on its chain and not benched (finalized never goes back), read when the
+// newest of theirs was, finds reorgs of the served chain, and tells the
+// listeners.
 func (p *Pool) updateHeads(ctx context.Context) {
 	now := p.now()
 	var best portico.Heads
 	var bestNode *member
+	var readAt time.Time
 	for _, m := range p.members {
 		h, at, wrong := m.chainState()
 		benched, _, _ := m.state(now)
@@ -165,6 +207,9 @@ func (p *Pool) updateHeads(ctx context.Context) {
 		}
 		best.Safe = max(best.Safe, h.Safe)
 		best.Finalized = max(best.Finalized, h.Finalized)
+		if at.After(readAt) {
+			readAt = at
+		}
 	}
 	if bestNode == nil {
 		return
@@ -173,7 +218,7 @@ func (p *Pool) updateHeads(ctx context.Context) {
 	prev := p.heads
 	best.Finalized = max(best.Finalized, prev.Finalized)
 	best.Safe = max(best.Safe, prev.Safe)
-	p.heads, p.headsAt = best, now
+	p.heads, p.headsAt = best, readAt
 	onHeads, onReorg := p.onHeads, p.onReorg
 	p.mu.Unlock()
 
