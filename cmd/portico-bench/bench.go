@@ -44,6 +44,7 @@ var setups = map[string]func(context.Context, *cli) error{
 	"metering":    meteringSetup,
 	"fixed":       fixedSetup,
 	"chaos":       chaosSetup,
+	"subs":        subsSetup,
 }
 
 func run(ctx context.Context, c *cli) error {
