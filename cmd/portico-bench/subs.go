@@ -60,6 +60,7 @@ type subsResult struct {
 	idleCPU                      time.Duration // Portico's CPU over subsRun.idle, every client subscribed, no heads
 	idleWindow                   time.Duration
 	benchCPU                     time.Duration // this process's (the clients') CPU over the measured heads
+	log                          string        // the file with Portico's log
 }
 
 // perSubscriber is the resident memory Portico added per idle subscriber.
@@ -100,8 +101,9 @@ func subsSetup(ctx context.Context, c *cli) error {
 			r.clients, r.connect.Seconds(), ms(pct(r.delays, 0.50)), ms(pct(r.delays, 0.99)), ms(pct(r.last, 0.50)), ms(pct(r.last, 0.99)),
 			ms(pct(r.direct, 0.50)), ms(pct(r.direct, 0.99)), r.missed, mib(r.rssBefore), mib(r.rssIdle), r.perSubscriber()/1000,
 			float64(r.cpuPerNotification())/1e3, float64(r.idleCPU.Milliseconds())/r.idleWindow.Seconds())
-		notes = append(notes, fmt.Sprintf("%d subscribers: heads measured over %.1f s, Portico CPU %.2f s (%.0f%% of a core), the clients' %.2f s; RSS after the heads %s; last client max %s",
-			r.clients, r.window.Seconds(), r.cpu.Seconds(), 100*r.cpu.Seconds()/r.window.Seconds(), r.benchCPU.Seconds(), mib(r.rssAfter), ms(pct(r.last, 1))))
+		notes = append(notes, fmt.Sprintf("%d subscribers: %d heads over %.1f s; Portico's CPU %.2f s (%.0f%% of a core, %.1f ms per head), the clients' %.2f s (%.1f ms per head); RSS after the heads %s; last client at most %s; Portico's log in %s",
+			r.clients, r.heads, r.window.Seconds(), r.cpu.Seconds(), 100*r.cpu.Seconds()/r.window.Seconds(), float64(r.cpu.Microseconds())/1e3/float64(r.heads),
+			r.benchCPU.Seconds(), float64(r.benchCPU.Microseconds())/1e3/float64(r.heads), mib(r.rssAfter), ms(pct(r.last, 1)), r.log))
 	}
 	fmt.Println()
 	for _, n := range notes {
@@ -213,7 +215,7 @@ func runSubs(ctx context.Context, c *cli, r subsRun) (*subsResult, error) {
 		return nil, err
 	}
 	time.Sleep(200 * time.Millisecond)
-	res := &subsResult{clients: r.clients, heads: r.heads}
+	res := &subsResult{clients: r.clients, heads: r.heads, log: logFile.Name()}
 	if res.rssBefore, err = rss(pid); err != nil {
 		return nil, err
 	}
