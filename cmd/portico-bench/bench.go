@@ -45,6 +45,7 @@ var setups = map[string]func(context.Context, *cli) error{
 	"fixed":       fixedSetup,
 	"chaos":       chaosSetup,
 	"observe":     observeSetup,
+	"subs":        subsSetup,
 }
 
 func run(ctx context.Context, c *cli) error {

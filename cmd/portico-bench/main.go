@@ -20,7 +20,7 @@ import (
 type cli struct {
 	Portico     string        `help:"portico binary to run." default:"bin/portico"`
 	Fixtures    string        `help:"fixtures directory (testdata/fixtures)." default:"testdata/fixtures"`
-	Setup       []string      `help:"setups to run: trivial, geth (embedded in portico), geth-remote (in another process, over HTTP), metering, fixed (issue 15: a fake EVM node, pass-through, cache hit, erpc), chaos (issue 15: three fake nodes, one killed, frozen, lagging), observe (issue 16: metrics, access log and traces on vs off)." default:"trivial,geth,geth-remote"`
+	Setup       []string      `help:"setups to run: trivial, geth (embedded in portico), geth-remote (in another process, over HTTP), metering, fixed (issue 15: a fake EVM node, pass-through, cache hit, erpc), chaos (issue 15: three fake nodes, one killed, frozen, lagging), observe (issue 16: metrics, access log and traces on vs off), subs (issue 17: WebSocket clients subscribed to new heads)." default:"trivial,geth,geth-remote"`
 	Redis       string        `help:"Redis for the metering setup." default:"redis://127.0.0.1:6379/0"`
 	Duration    time.Duration `help:"measured time per round." default:"5s"`
 	Warmup      time.Duration `help:"warm-up per round." default:"1s"`
@@ -33,6 +33,11 @@ type cli struct {
 	Proxyd      string        `help:"proxyd binary (built outside this repository; docs/benchmarks.md): the fixed setup adds its column."`
 	ChaosPhase  time.Duration `help:"length of each phase of the chaos setup." default:"10s"`
 	Timeout     time.Duration `help:"client timeout per request in the chaos setup." default:"2s"`
+	// The subs setup (subs.go).
+	Subscribers     []int         `help:"subs setup: WebSocket clients subscribed to newHeads through Portico; one run per value." default:"10000"`
+	Heads           int           `help:"subs setup: heads measured once every client has subscribed." default:"20"`
+	HeadInterval    time.Duration `help:"subs setup: how often the fake node makes a new head." default:"500ms"`
+	DialConcurrency int           `help:"subs setup: clients connecting and subscribing at once." default:"64"`
 }
 
 // children are the modes in which this binary runs as a child process
@@ -43,6 +48,8 @@ var children = map[string]func(args []string) error{
 	"trivial-upstream": func(a []string) error { return trivialUpstream(a[0]) },
 	// fake-evm-node LISTEN FIXTURES
 	"fake-evm-node": func(a []string) error { return fakeEVMNode(a[0], a[1]) },
+	// fake-heads-node LISTEN INTERVAL
+	"fake-heads-node": func(a []string) error { return fakeHeadsNode(a[0], a[1]) },
 }
 
 func main() {
