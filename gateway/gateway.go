@@ -236,6 +236,9 @@ func (g *Gateway) NewServer(h fasthttp.RequestHandler) *fasthttp.Server {
 		// Concurrency 0 means fasthttp's default (256 Ki); the gateway's
 		// own connection limit sits in Listener.
 		CloseOnShutdown: true,
+		// A WebSocket upgrade takes its connection over for good: the
+		// gateway closes it (see wsHandler).
+		KeepHijackedConns: true,
 	}
 }
 

@@ -17,6 +17,9 @@ import (
 	"github.com/porticohq/portico/jsonrpc"
 )
 
+// wsWriteBuffer is the write buffer each WebSocket connection keeps.
+const wsWriteBuffer = 2 << 10
+
 // maxInFlightPerSocket bounds the calls one connection may have running;
 // beyond it the gateway stops reading, which pushes back on the client.
 const maxInFlightPerSocket = 64
@@ -36,9 +39,23 @@ func (g *Gateway) wsHandler(ctx *fasthttp.RequestCtx, rq request) {
 		// The server's read and write timeouts are for HTTP requests; a
 		// socket lives under the idle timeout and the library's own.
 		_ = c.SetDeadline(time.Time{})
+		// The server keeps hijacked connections open (KeepHijackedConns):
+		// the socket is read directly, not through the request's 16 KiB
+		// buffer (a client sends nothing before the 101, RFC 6455 4.1),
+		// and once the upgrade is answered this returns, giving the
+		// request's buffers back. An idle subscriber holds only its
+		// WebSocket (docs/benchmarks.md, issue 17).
+		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
+			c = u.UnsafeConn()
+		}
 		w := &hijackWriter{conn: c, header: http.Header{}}
-		g.serveWebSocket(w, r.WithContext(context.Background()), rq)
+		serve := g.serveWebSocket(w, r.WithContext(context.Background()), rq)
 		w.finish()
+		if serve == nil {
+			_ = c.Close()
+			return
+		}
+		go serve()
 	})
 }
 
@@ -77,12 +94,18 @@ func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, http.ErrHijacked
 	}
 	w.hijacked = true
-	bw := bufio.NewWriter(w.conn)
+	// The writer stays with the connection for its life. A frame is
+	// written with one syscall when it fits, header included: 2 KiB holds
+	// a new-heads notification (about 1.9 kB on the EVM) and most others;
+	// larger answers take two writes.
+	bw := bufio.NewWriterSize(w.conn, wsWriteBuffer)
 	w.writeHead(bw)
 	if err := bw.Flush(); err != nil {
 		return nil, nil, err
 	}
-	return w.conn, bufio.NewReadWriter(bufio.NewReader(w.conn), bw), nil
+	// Frames are read a header at a time; payloads of a message of 1 KiB
+	// or more are read into the message's own buffer, past this one.
+	return w.conn, bufio.NewReadWriter(bufio.NewReaderSize(w.conn, 1<<10), bw), nil
 }
 
 // finish sends a refusal that was not followed by a hijack.
@@ -109,11 +132,13 @@ func (w *hijackWriter) writeHead(bw *bufio.Writer) {
 	_, _ = bw.WriteString("\r\n")
 }
 
-// serveWebSocket upgrades an authenticated request and serves JSON-RPC
-// messages on a jsonrpc.Conn until the client leaves, idles too long or
-// breaks a limit. Each message is one request body, answered by one
-// message (none for notifications), through the same core as HTTP.
-func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq request) {
+// serveWebSocket upgrades an authenticated request and returns the
+// function that serves JSON-RPC messages on a jsonrpc.Conn until the
+// client leaves, idles too long or breaks a limit; nil when the upgrade
+// was refused (the answer is in w). Each message is one request body,
+// answered by one message (none for notifications), through the same core
+// as HTTP.
+func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq request) (serve func()) {
 	start := time.Now()
 	max := int64(g.limits.MaxWSConnections)
 	var refused *portico.LimitError
@@ -133,10 +158,12 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		w.WriteHeader(status)
 		_, _ = w.Write(body)
 		g.log.Warn("websocket refused", "status", status, "reason", refused.Limit, "path", redactPath(r.URL.Path), "key", rq.id.Name, "took", time.Since(start))
-		return
+		return nil
 	}
-	defer g.wsConns.Add(-1)
-	defer g.wsKeys.release(rq.id.Name)
+	release := func() {
+		g.wsConns.Add(-1)
+		g.wsKeys.release(rq.id.Name)
+	}
 
 	if g.meter != nil {
 		// The handshake tells the balance; each call's cost is in the
@@ -151,7 +178,8 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		InsecureSkipVerify: true,
 	})
 	if err != nil {
-		return // Accept has answered the client
+		release()
+		return nil // Accept has answered the client
 	}
 	c := jsonrpc.NewConn(ws, jsonrpc.ConnLimits{
 		MaxMessageBytes:  g.limits.MaxWSMessageBytes,
@@ -162,15 +190,20 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 	})
 	if !g.track(c) {
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
-		return
+		release()
+		return nil
 	}
-	defer g.untrack(c)
 	g.obs.metrics.WebSocket(1)
-	defer g.obs.metrics.WebSocket(-1)
-	c.Serve(r.Context(), func(ctx context.Context, body []byte) []byte {
-		out, _, _ := g.handle(ctx, rq, body, nil)
-		return out
-	})
+	base := r.Context() // the request itself is not used after this returns
+	return func() {
+		defer release()
+		defer g.untrack(c)
+		defer g.obs.metrics.WebSocket(-1)
+		c.Serve(base, func(ctx context.Context, body []byte) []byte {
+			out, _, _ := g.handle(ctx, rq, body, nil)
+			return out
+		})
+	}
 }
 
 // track registers a connection for Close; false when shutting down.

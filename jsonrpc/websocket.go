@@ -106,11 +106,21 @@ type Conn struct {
 	closed     bool
 	onClose    []func()
 
+	// writing says a writer goroutine is draining the queue; there is
+	// one only while there is something to write, so an idle connection
+	// holds no goroutine but its reader.
+	writing bool
+	serving bool            // Serve has started: writers may start
+	ctx     context.Context // Serve's, for writes and pings
+	writers sync.WaitGroup  // the writer, while one runs
+	tick    *time.Timer     // the idle check and pings, without a goroutine
+
 	closing    sync.WaitGroup // the close handshake Close started
 	subs       subs
-	wake       chan struct{} // cap 1: the queue has something
 	done       chan struct{} // closed when the connection ends
 	lastActive atomic.Int64  // unix nanoseconds of the last message either way
+	lastPing   atomic.Int64  // unix nanoseconds of the last ping sent
+	pinging    atomic.Bool
 }
 
 type connKey struct{}
@@ -165,7 +175,7 @@ func (h *answerHooks) run() {
 
 // NewConn wraps an accepted WebSocket connection; Serve serves it.
 func NewConn(ws *websocket.Conn, limits ConnLimits) *Conn {
-	c := &Conn{ws: ws, limits: limits.withDefaults(), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &Conn{ws: ws, limits: limits.withDefaults(), done: make(chan struct{})}
 	c.touch()
 	return c
 }
@@ -180,8 +190,13 @@ func (c *Conn) Serve(ctx context.Context, answer func(ctx context.Context, body 
 	ws := c.ws
 	ctx, cancel := context.WithCancel(context.WithValue(ctx, connKey{}, c))
 	defer cancel()
-	var writer sync.WaitGroup
-	writer.Go(func() { c.writeLoop(ctx) })
+	c.mu.Lock()
+	c.ctx, c.serving = ctx, true
+	c.startWriter() // anything queued before Serve
+	c.mu.Unlock()
+	c.lastPing.Store(time.Now().UnixNano())
+	c.tick = time.AfterFunc(time.Hour, c.onTick)
+	c.tick.Reset(c.tickEvery()) // after c.tick is set: onTick uses it
 
 	// The library's own limit sits one byte above ours, so that an
 	// oversized message is seen here and answered with our error.
@@ -223,7 +238,8 @@ func (c *Conn) Serve(ctx context.Context, answer func(ctx context.Context, body 
 		sem <- struct{}{}
 	}
 	c.end(nil)
-	writer.Wait()
+	c.tick.Stop()
+	c.writers.Wait()
 	c.closing.Wait() // let the client read our close code and reason
 	_ = ws.CloseNow()
 }
@@ -241,8 +257,8 @@ func (c *Conn) send(msg []byte) {
 	}
 	c.queue = append(c.queue, msg)
 	c.queueBytes += int64(len(msg))
+	c.startWriter()
 	c.mu.Unlock()
-	c.signal()
 }
 
 // Notify queues a notification without blocking. It reports false when
@@ -262,8 +278,8 @@ func (c *Conn) Notify(msg []byte) bool {
 	}
 	c.queue = append(c.queue, msg)
 	c.queueBytes += int64(len(msg))
+	c.startWriter()
 	c.mu.Unlock()
-	c.signal()
 	return true
 }
 
@@ -274,11 +290,15 @@ func (c *Conn) Queued() int {
 	return len(c.queue)
 }
 
-func (c *Conn) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
+// startWriter starts a writer when something is queued and none runs.
+// c.mu is held.
+func (c *Conn) startWriter() {
+	if c.writing || !c.serving || c.closed || len(c.queue) == 0 {
+		return
 	}
+	c.writing = true
+	c.writers.Add(1) // under mu, before closed: Serve's Wait comes after
+	go c.drain()
 }
 
 // OnClose registers f to run once the connection has ended (right away
@@ -331,64 +351,71 @@ func (c *Conn) end(closeWS func()) bool {
 	return true
 }
 
-// writeLoop writes queued messages in order, pings, and watches idleness.
-func (c *Conn) writeLoop(ctx context.Context) {
-	// One ticker serves both the idle check and the pings: it ticks often
-	// enough for a short idle timeout, and pings every PingInterval.
-	every := min(c.limits.PingInterval, c.limits.IdleTimeout/4)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	lastPing := time.Now()
-	var pinging atomic.Bool
+// tickEvery is how often the idle check runs: often enough for a short
+// idle timeout, and for pings every PingInterval.
+func (c *Conn) tickEvery() time.Duration {
+	return min(c.limits.PingInterval, c.limits.IdleTimeout/4)
+}
+
+// onTick closes an idle connection and pings the client every
+// PingInterval; it runs on a timer, not on a goroutine of its own.
+func (c *Conn) onTick() {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	now := time.Now()
+	if now.Sub(time.Unix(0, c.lastActive.Load())) > c.limits.IdleTimeout {
+		c.Close(websocket.StatusPolicyViolation, ReasonIdle+": no message for "+c.limits.IdleTimeout.String())
+		return
+	}
+	if now.Sub(time.Unix(0, c.lastPing.Load())) >= c.limits.PingInterval && c.pinging.CompareAndSwap(false, true) {
+		c.lastPing.Store(now.UnixNano())
+		go func() {
+			defer c.pinging.Store(false)
+			pctx, cancel := context.WithTimeout(c.ctx, c.limits.PingInterval)
+			defer cancel()
+			if err := c.ws.Ping(pctx); err != nil && errors.Is(err, context.DeadlineExceeded) {
+				c.Close(websocket.StatusPolicyViolation, ReasonNoPong)
+			}
+		}()
+	}
+	c.tick.Reset(c.tickEvery())
+}
+
+// drain writes queued messages in order until the queue is empty, then
+// ends; startWriter starts it again for the next message.
+func (c *Conn) drain() {
+	defer c.writers.Done()
 	for {
-		select {
-		case <-c.done:
+		c.mu.Lock()
+		if len(c.queue) == 0 || c.closed || c.ctx.Err() != nil {
+			// Serve is ending: what is left is not sent.
+			c.writing = false
+			c.mu.Unlock()
 			return
-		case <-ctx.Done():
-			return
-		case now := <-tick.C:
-			if now.Sub(time.Unix(0, c.lastActive.Load())) > c.limits.IdleTimeout {
-				c.Close(websocket.StatusPolicyViolation, ReasonIdle+": no message for "+c.limits.IdleTimeout.String())
-				return
-			}
-			if now.Sub(lastPing) < c.limits.PingInterval {
-				continue
-			}
-			lastPing = now
-			if pinging.CompareAndSwap(false, true) {
-				go func() {
-					defer pinging.Store(false)
-					pctx, cancel := context.WithTimeout(ctx, c.limits.PingInterval)
-					defer cancel()
-					if err := c.ws.Ping(pctx); err != nil && errors.Is(err, context.DeadlineExceeded) {
-						c.Close(websocket.StatusPolicyViolation, ReasonNoPong)
-					}
-				}()
-			}
-		case <-c.wake:
-			for {
-				c.mu.Lock()
-				if len(c.queue) == 0 || c.closed {
-					c.mu.Unlock()
-					break
-				}
-				msg := c.queue[0]
-				c.queue[0] = nil
-				c.queue = c.queue[1:]
-				c.queueBytes -= int64(len(msg))
-				if len(c.queue) == 0 {
-					c.queue = nil // let a burst's backing array go
-				}
-				c.mu.Unlock()
-				wctx, cancel := context.WithTimeout(ctx, c.limits.WriteTimeout)
-				err := c.ws.Write(wctx, websocket.MessageText, msg)
-				cancel()
-				if err != nil {
-					c.Close(websocket.StatusPolicyViolation, "write failed or timed out after "+strconv.Itoa(int(c.limits.WriteTimeout/time.Millisecond))+"ms")
-					return
-				}
-				c.touch()
-			}
 		}
+		msg := c.queue[0]
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		c.queueBytes -= int64(len(msg))
+		if len(c.queue) == 0 {
+			c.queue = nil // let a burst's backing array go
+		}
+		c.mu.Unlock()
+		wctx, cancel := context.WithTimeout(c.ctx, c.limits.WriteTimeout)
+		err := c.ws.Write(wctx, websocket.MessageText, msg)
+		cancel()
+		if err != nil {
+			if c.ctx.Err() == nil {
+				c.Close(websocket.StatusPolicyViolation, "write failed or timed out after "+strconv.Itoa(int(c.limits.WriteTimeout/time.Millisecond))+"ms")
+			}
+			c.mu.Lock()
+			c.writing = false
+			c.mu.Unlock()
+			return
+		}
+		c.touch()
 	}
 }

@@ -31,9 +31,11 @@ type CLI struct {
 func main() {
 	// A gateway allocates short-lived buffers per request and holds little
 	// live heap; collecting less often trades a little memory for CPU.
-	// GOGC, when set, wins.
+	// 200 gave the request path the same throughput as 400 and keeps an
+	// idle WebSocket subscriber under 20 KB (docs/benchmarks.md, issue
+	// 17). GOGC, when set, wins.
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
+		debug.SetGCPercent(200)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
