@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
@@ -76,11 +75,7 @@ type billing struct {
 // nil when nothing is to be sent (only notifications), the HTTP status the
 // response should carry, and what metering said.
 func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]byte, int, billing) {
-	var began time.Time
-	observing := g.obs.on()
-	if observing {
-		began = time.Now()
-	}
+	w := g.obs.watch() // nil when nothing observes
 	calls, batch, derr := jsonrpc.Decode(body)
 	if derr != nil {
 		e, status, _ := jsonrpc.ErrorFor(derr)
@@ -140,19 +135,7 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		}
 	}
 
-	// With observers, each call that runs gets its span, its node and
-	// its time.
-	var (
-		spans []trace.Span
-		nodes []string
-		took  []time.Duration
-	)
-	if observing {
-		nodes, took = make([]string, len(calls)), make([]time.Duration, len(calls))
-		if g.obs.tracer != nil {
-			spans = make([]trace.Span, len(calls))
-		}
-	}
+	w.calls(len(calls))
 	// run serves call i; a non-nil frame is where its response starts
 	// (see outcome.framed).
 	run := func(i int, frame []byte) {
@@ -160,16 +143,9 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			return
 		}
 		ctx := ctx
-		if observing {
-			defer func() { took[i] = time.Since(began) }()
-			if spans != nil {
-				name := MethodGetCredits
-				if preps[i].m != nil {
-					name = preps[i].m.Name
-				}
-				ctx, spans[i] = g.obs.tracer.Start(ctx, "portico "+name, trace.WithTimestamp(began))
-			}
-			preps[i].served = &nodes[i]
+		if w != nil {
+			ctx = w.start(ctx, i, &preps[i])
+			defer w.done(i)
 		}
 		switch {
 		case preps[i].local:
@@ -226,8 +202,8 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			info.hits++
 		}
 		if bill == nil || bill.Charged == 0 || preps[i].m == nil {
-			if observing {
-				g.observe(ctx, rq, &calls[i], &preps[i], &outs[i], 0, began, spans, nodes, took, i)
+			if w != nil {
+				w.record(ctx, rq, &calls[i], &preps[i], &outs[i], 0, i)
 			}
 			continue
 		}
@@ -248,8 +224,8 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		}
 		cost := int64(preps[i].m.Cost) - refund
 		spent += cost
-		if observing {
-			g.observe(ctx, rq, &calls[i], &preps[i], &outs[i], cost, began, spans, nodes, took, i)
+		if w != nil {
+			w.record(ctx, rq, &calls[i], &preps[i], &outs[i], cost, i)
 		}
 	}
 	if m := g.obs.metrics; m != nil {
@@ -291,41 +267,6 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		status = 429 // the whole batch was refused for its key's limits
 	}
 	return append(dst, ']'), status, info
-}
-
-// observe records call i of a request: the method it resolves to (the
-// name the client used when it is in the table, "unknown" when not), its
-// outcome, node, time and the credits it cost.
-func (g *Gateway) observe(ctx context.Context, rq request, c *jsonrpc.Call, p *prepared, out *outcome, credits int64,
-	start time.Time, spans []trace.Span, nodes []string, took []time.Duration, i int) {
-	r := callRecord{network: rq.net.Name, key: rq.id.Name, out: out, node: nodes[i], credits: credits, took: took[i]}
-	if r.took == 0 {
-		r.took = time.Since(start) // refused before it ran
-	}
-	switch {
-	case p.m != nil:
-		r.method, r.name = p.m.Name, c.Method
-	case c.Method == MethodGetCredits:
-		r.method, r.name = c.Method, c.Method
-	default:
-		// Refused in its checks or its charge: named by the table when the
-		// table has it, so that labels stay bounded.
-		r.method, r.name = "unknown", "unknown"
-		if m := rq.net.Methods.Lookup(c.Method); m != nil {
-			r.method, r.name = m.Name, c.Method
-		} else if s := rq.net.Methods.subByName[c.Method]; s != nil {
-			r.method, r.name = s.Method, c.Method
-		} else if s := rq.net.Methods.unsubByName[c.Method]; s != nil {
-			r.method, r.name = s.Unsubscribe, c.Method
-		}
-	}
-	var span trace.Span
-	if spans != nil {
-		if span = spans[i]; span == nil {
-			_, span = g.obs.tracer.Start(ctx, "portico "+r.method, trace.WithTimestamp(start))
-		}
-	}
-	g.obs.record(ctx, &r, span)
 }
 
 // refundable reports whether a charged call failed through our fault or

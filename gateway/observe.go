@@ -37,6 +37,86 @@ type observer struct {
 // on reports whether anything is recorded per call.
 func (o *observer) on() bool { return o.metrics != nil || o.tracer != nil || o.log != nil }
 
+// requestWatch is what the observers need of one request's calls while
+// they run: when the request began, and each call's span, node and time.
+type requestWatch struct {
+	o     *observer
+	began time.Time
+	spans []trace.Span // nil without a tracer
+	nodes []string
+	took  []time.Duration
+}
+
+// watch starts watching a request; nil when nothing observes, at no cost.
+func (o *observer) watch() *requestWatch {
+	if !o.on() {
+		return nil
+	}
+	return &requestWatch{o: o, began: time.Now()}
+}
+
+// calls sizes the watch for a request of n calls.
+func (w *requestWatch) calls(n int) {
+	if w == nil {
+		return
+	}
+	w.nodes, w.took = make([]string, n), make([]time.Duration, n)
+	if w.o.tracer != nil {
+		w.spans = make([]trace.Span, n)
+	}
+}
+
+// start begins call i's span and has the pool say which node answers.
+func (w *requestWatch) start(ctx context.Context, i int, p *prepared) context.Context {
+	if w.spans != nil {
+		name := MethodGetCredits
+		if p.m != nil {
+			name = p.m.Name
+		}
+		ctx, w.spans[i] = w.o.tracer.Start(ctx, "portico "+name, trace.WithTimestamp(w.began))
+	}
+	p.served = &w.nodes[i]
+	return ctx
+}
+
+// done notes when call i was answered.
+func (w *requestWatch) done(i int) { w.took[i] = time.Since(w.began) }
+
+// record records call i once its outcome and cost are final: the method
+// it resolves to (the name the client used when the table has it,
+// "unknown" when not), its outcome, node, time and credits.
+func (w *requestWatch) record(ctx context.Context, rq request, c *jsonrpc.Call, p *prepared, out *outcome, credits int64, i int) {
+	r := callRecord{network: rq.net.Name, key: rq.id.Name, out: out, node: w.nodes[i], credits: credits, took: w.took[i]}
+	if r.took == 0 {
+		r.took = time.Since(w.began) // refused before it ran
+	}
+	switch {
+	case p.m != nil:
+		r.method, r.name = p.m.Name, c.Method
+	case c.Method == MethodGetCredits:
+		r.method, r.name = c.Method, c.Method
+	default:
+		// Refused in its checks or its charge: named by the table when the
+		// table has it, so that labels stay bounded.
+		r.method, r.name = "unknown", "unknown"
+		methods := rq.net.Methods
+		if m := methods.Lookup(c.Method); m != nil {
+			r.method, r.name = m.Name, c.Method
+		} else if s := methods.subByName[c.Method]; s != nil {
+			r.method, r.name = s.Method, c.Method
+		} else if s := methods.unsubByName[c.Method]; s != nil {
+			r.method, r.name = s.Unsubscribe, c.Method
+		}
+	}
+	var span trace.Span
+	if w.spans != nil {
+		if span = w.spans[i]; span == nil {
+			_, span = w.o.tracer.Start(ctx, "portico "+r.method, trace.WithTimestamp(w.began))
+		}
+	}
+	w.o.record(ctx, &r, span)
+}
+
 // callRecord is what is known of one call once it is answered.
 type callRecord struct {
 	network, method, name string
