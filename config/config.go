@@ -174,6 +174,9 @@ type Cache struct {
 	// one entry after compression.
 	RedisTTL           time.Duration `yaml:"redis_ttl"`
 	RedisMaxEntryBytes int           `yaml:"redis_max_entry_bytes"`
+	// CoalesceDisabled sends every cacheable read to a node, even when an
+	// identical one is already on its way (docs/methods.md, "Coalescing").
+	CoalesceDisabled bool `yaml:"coalesce_disabled"`
 }
 
 // Log configures logging.

@@ -72,7 +72,47 @@ func (g *Gateway) forward(ctx context.Context, rq request, p prepared, frame []b
 		state = cacheMiss
 	}
 
+	// An identical read in flight answers this one too: only a read whose
+	// rule says its answer depends on nothing but its params and the
+	// chain (what could be cached), never a call with effects on a node
+	// such as creating a filter.
+	var (
+		lead   *flight
+		flying string
+	)
+	if !m.Write && params.Cache != portico.NotCacheable && g.flights != nil {
+		flying = key
+		if flying == "" {
+			flying = cacheKey(net.Name, m.Name, req.Params, 0)
+		}
+		f, leader := g.flights.join(flying)
+		if !leader {
+			g.obs.metrics.Coalesced(net.Name, m.Name)
+			res, err, node := f.wait(ctx)
+			if p.served != nil {
+				*p.served = node
+			}
+			if err != nil {
+				return outcome{err: err}
+			}
+			return framed(frame, res, state)
+		}
+		lead = f
+		// The node's answer is the waiters' too: the leader's client
+		// going away does not end it (the pool's timeout does).
+		ctx = context.WithoutCancel(ctx)
+		if p.served == nil {
+			req.Served = new(string)
+		}
+	}
 	full, err := net.Upstream.Do(ctx, req, frame)
+	if lead != nil {
+		var res jsontext.Value
+		if err == nil {
+			res = full[len(frame):]
+		}
+		g.flights.land(flying, lead, res, err, *req.Served)
+	}
 	if err != nil {
 		var up *portico.UpstreamError
 		if errors.As(err, &up) {

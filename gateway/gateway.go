@@ -129,6 +129,9 @@ type Config struct {
 	// Tracer, when set, starts a span per call (a child of the client's
 	// traceparent, if it sent one); the pool's attempts are its children.
 	Tracer trace.Tracer
+	// NoCoalesce turns off the coalescing of identical reads in flight
+	// (see flights): every call then goes to a node on its own.
+	NoCoalesce bool
 }
 
 // Gateway is the request-serving core with its two transports.
@@ -138,6 +141,7 @@ type Gateway struct {
 	byName  map[string]*Network
 	limits  Limits
 	cache   *Cache
+	flights *flights // nil when coalescing is off
 	hub     *subHub
 	hitOff  int // percent of a hit's cost given back
 	meter   Meter
@@ -171,6 +175,9 @@ func New(cfg Config) *Gateway {
 		g.log = slog.New(slog.DiscardHandler)
 	}
 	g.obs = observer{metrics: cfg.Metrics, tracer: cfg.Tracer}
+	if !cfg.NoCoalesce {
+		g.flights = &flights{}
+	}
 	if a := cfg.AccessLog; a != nil && g.log.Enabled(context.Background(), slog.LevelInfo) {
 		g.obs.log, g.obs.sample = g.log, min(max(a.Sample, 0), 1)
 	}

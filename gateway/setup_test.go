@@ -123,7 +123,8 @@ type options struct {
 	tracer  trace.Tracer
 	access  *gateway.AccessLog
 	// logger replaces the test log (which is at debug level).
-	logger *slog.Logger
+	logger     *slog.Logger
+	noCoalesce bool
 }
 
 func newEnv(t *testing.T, o options) *env {
@@ -165,15 +166,16 @@ func newEnv(t *testing.T, o options) *env {
 	pc.Tracer = o.tracer
 	pool := upstream.NewPool(pc)
 	e.gw = gateway.New(gateway.Config{
-		Keys:      keys,
-		Metrics:   o.metrics,
-		Tracer:    o.tracer,
-		AccessLog: o.access,
-		Networks:  []*gateway.Network{{Name: "testnet", Hosts: []string{"testnet.localhost"}, Methods: methods, Upstream: pool}},
-		Limits:    limits,
-		Cache:     cache,
-		Meter:     o.meter,
-		Logger:    logger,
+		Keys:       keys,
+		Metrics:    o.metrics,
+		Tracer:     o.tracer,
+		AccessLog:  o.access,
+		NoCoalesce: o.noCoalesce,
+		Networks:   []*gateway.Network{{Name: "testnet", Hosts: []string{"testnet.localhost"}, Methods: methods, Upstream: pool}},
+		Limits:     limits,
+		Cache:      cache,
+		Meter:      o.meter,
+		Logger:     logger,
 	})
 	e.srv = startServer(t, e.gw, e.gw.NetworkHandler("testnet"))
 	t.Cleanup(func() {

@@ -49,6 +49,7 @@ type Metrics struct {
 	upstreamSeconds *prometheus.HistogramVec
 	upstreamErrors  *prometheus.CounterVec
 	cache           *prometheus.CounterVec
+	coalesced       *prometheus.CounterVec
 	credits         *prometheus.CounterVec
 	refused         *prometheus.CounterVec
 	wsConns         prometheus.Gauge
@@ -81,6 +82,8 @@ func New() *Metrics {
 		Help: "Attempts a node failed (refused, reset, timeout, 5xx, unusable answer), by network and node."}, []string{"network", "node"})
 	m.cache = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "portico_cache_requests_total",
 		Help: "Calls that could be answered from cache, by network, method and result (hit or miss)."}, []string{"network", "method", "result"})
+	m.coalesced = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "portico_coalesced_calls_total",
+		Help: "Reads answered by an identical read already in flight to a node, by network and method."}, []string{"network", "method"})
 	m.credits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "portico_credits_charged_total",
 		Help: "Credits charged, after refunds, by key name."}, []string{"key"})
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "portico_calls_refused_total",
@@ -92,7 +95,7 @@ func New() *Metrics {
 		Help: "Notifications sent to clients, by network and kind."}, []string{"network", "kind"})
 	m.meteringErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "portico_metering_failures_total",
 		Help: "Charges that failed because the counter or the journal did (the calls were refused)."})
-	m.reg.MustRegister(m.calls, m.callSeconds, m.upstreamSeconds, m.upstreamErrors, m.cache, m.credits, m.refused,
+	m.reg.MustRegister(m.calls, m.callSeconds, m.upstreamSeconds, m.upstreamErrors, m.cache, m.coalesced, m.credits, m.refused,
 		m.wsConns, m.subs, m.notifications, m.meteringErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -153,6 +156,14 @@ func (m *Metrics) Cache(network, method string, hit bool) {
 		result = "hit"
 	}
 	m.cache.WithLabelValues(network, method, result).Inc()
+}
+
+// Coalesced records a read that waited for an identical read in flight.
+func (m *Metrics) Coalesced(network, method string) {
+	if m == nil {
+		return
+	}
+	m.coalesced.WithLabelValues(network, method).Inc()
 }
 
 // Credits records credits charged to a key (negative for a refund).

@@ -26,6 +26,7 @@ func exported(t *testing.T) map[string]string {
 	m.Call("evm", "eth_call", "eth_call", metrics.OutcomeOK, 0, 0.001)
 	m.Upstream("evm", "a", 0.001, true)
 	m.Cache("evm", "eth_call", true)
+	m.Coalesced("evm", "eth_call")
 	m.Credits("k", 1)
 	m.Refused("k", portico.QuotaDaily, 1)
 	m.WebSocket(1)

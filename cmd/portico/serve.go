@@ -227,6 +227,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Networks:         nets,
 		Cache:            m.cache,
 		CacheHitDiscount: cfg.Cache.HitDiscountPercent,
+		NoCoalesce:       cfg.Cache.CoalesceDisabled,
 		Logger:           m.log,
 		AccessLog:        &gateway.AccessLog{Sample: cfg.Log.AccessSample},
 		Metrics:          m.metrics,
