@@ -427,6 +427,9 @@ type porticoOptions struct {
 	extra    []string // top-level YAML lines
 	networks []string // one YAML flow mapping per network
 	log      string   // the log: flow mapping; default {level: warn}
+	// noCoalesce sends every call to the node, even identical ones in
+	// flight together.
+	noCoalesce bool
 	// stderr, when set, receives portico's log instead of this
 	// process's stderr.
 	stderr io.Writer
@@ -446,8 +449,13 @@ func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*proces
 		logCfg = "{level: warn}"
 	}
 	fmt.Fprintf(&cfg, "listen: 127.0.0.1:0\nlog: %s\nkeys: [{name: bench, key: %s, daily_credits: 1000000000000000}]\n", logCfg, benchKey)
-	if !opts.cache {
+	switch {
+	case !opts.cache && opts.noCoalesce:
+		fmt.Fprintf(&cfg, "cache: {max_bytes: 0, coalesce_disabled: true}\n")
+	case !opts.cache:
 		fmt.Fprintf(&cfg, "cache: {max_bytes: 0}\n")
+	case opts.noCoalesce:
+		fmt.Fprintf(&cfg, "cache: {coalesce_disabled: true}\n")
 	}
 	for _, e := range opts.extra {
 		fmt.Fprintln(&cfg, e)

@@ -46,8 +46,12 @@ func fixedSetup(ctx context.Context, c *cli) error {
 	network := func() porticoOptions {
 		return porticoOptions{networks: []string{fmt.Sprintf(`{name: evm, family: evm, chain_id: "0x1", upstreams: [{name: fake, url: %q}]}`, nodeURL)}}
 	}
-	passOpts, hitOpts := network(), network()
+	passOpts, hitOpts, coalOpts := network(), network(), network()
 	hitOpts.cache = true
+	// The pass-through column forwards every call; the coalescing column
+	// lets identical calls in flight share one (all the load generator's
+	// calls are identical, the best case of it).
+	passOpts.noCoalesce = true
 	// With --pprof ADDR, the pass-through instance serves its profile at
 	// ADDR and the cache instance at the next port.
 	if c.Pprof != "" {
@@ -72,9 +76,15 @@ func fixedSetup(ctx context.Context, c *cli) error {
 		return err
 	}
 	defer hit.stop()
+	coal, err := startPorticoWith(ctx, c, coalOpts)
+	if err != nil {
+		return err
+	}
+	defer coal.stop()
 	cols := []column{
 		{name: "direct", url: nodeURL},
-		{name: "Portico pass-through (cache off)", url: pass.urls["evm"]},
+		{name: "Portico pass-through (cache and coalescing off)", url: pass.urls["evm"]},
+		{name: "Portico coalescing identical calls (cache off)", url: coal.urls["evm"]},
 		{name: "Portico cache hit (cache on)", url: hit.urls["evm"], cache: true},
 	}
 	if c.Erpc != "" {
