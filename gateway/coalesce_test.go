@@ -55,7 +55,9 @@ func TestCoalesce(t *testing.T) {
 	var wg sync.WaitGroup
 	answers := make([]string, n)
 	// The first call reaches the node; the others arrive while it is held.
-	wg.Go(func() { _, answers[0] = e.post(t, testKey, `{"jsonrpc":"2.0","id":0,"method":"real_checked","params":["ok"]}`) })
+	wg.Go(func() {
+		_, answers[0] = e.post(t, testKey, `{"jsonrpc":"2.0","id":0,"method":"real_checked","params":["ok"]}`)
+	})
 	<-arrived
 	for i := 1; i < n; i++ {
 		wg.Go(func() {
