@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -135,6 +136,9 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		if raw := trimSpace(body); len(raw) > 0 && raw[0] == '{' && jsontextValid(body) {
+			checkSplitRequest(t, raw)
+		}
 		calls, _, err := Decode(body)
 		if err != nil {
 			if out := AppendError(nil, nil, err); !jsontext.Value(out).IsValid() {
@@ -154,6 +158,69 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSplitRequest checks which calls take the fast path of decodeCall,
+// and that it reads them as json.Unmarshal does.
+func TestSplitRequest(t *testing.T) {
+	cases := []struct {
+		name, body string
+		fast       bool
+	}{
+		{"compact", `{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0xab","latest"]}`, true},
+		{"reordered", `{"params":[],"method":"m","id":"x","jsonrpc":"2.0"}`, true},
+		{"spaces and newlines", "{ \"jsonrpc\" : \"2.0\" ,\n\t\"id\" : 7 , \"method\":\"m\" }", true},
+		{"brackets and quotes in strings", `{"jsonrpc":"2.0","id":"}]","method":"m","params":[{"a":"\\\"}"},[[]],-1.5e3,true,null]}`, true},
+		{"number last", `{"jsonrpc":"2.0","method":"m","id":-12.5E+3}`, true},
+		{"literal last", `{"jsonrpc":"2.0","method":"m","id":null}`, true},
+		{"escapes in values", `{"jsonrpc":"2.0","id":"\u0041","method":"get\u0042lock"}`, true},
+		{"empty object", `{}`, true},
+		{"only params", `{"params":{"a":{"b":[1,2,{"c":"]"}]}}}`, true},
+		{"unknown member", `{"jsonrpc":"2.0","id":1,"method":"m","extra":1}`, false},
+		{"another case", `{"jsonrpc":"2.0","id":1,"Method":"m"}`, false},
+		{"repeated name", `{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}`, false},
+		{"escaped name", `{"jsonrpc":"2.0","\u0069d":1,"method":"m"}`, false},
+		{"escaped quote in a name", `{"jsonrpc":"2.0","i\"d":1,"method":"m"}`, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if !jsontextValid([]byte(tc.body)) {
+				t.Fatalf("not valid JSON: %s", tc.body)
+			}
+			if _, ok := splitRequest([]byte(tc.body)); ok != tc.fast {
+				t.Fatalf("fast path taken = %v, want %v", ok, tc.fast)
+			}
+			checkSplitRequest(t, []byte(tc.body))
+		})
+	}
+}
+
+// checkSplitRequest fails t when the fast path takes raw (a valid JSON
+// object) and reads it differently from json.Unmarshal.
+func checkSplitRequest(t *testing.T, raw []byte) {
+	t.Helper()
+	fast, ok := splitRequest(raw)
+	if !ok {
+		return
+	}
+	var slow wireRequest
+	if err := json.Unmarshal(raw, &slow); err != nil {
+		t.Fatalf("the fast path takes %s, json.Unmarshal refuses it: %v", raw, err)
+	}
+	for _, m := range []struct {
+		name       string
+		fast, slow jsontext.Value
+	}{{"jsonrpc", fast.JSONRPC, slow.JSONRPC}, {"id", fast.ID, slow.ID}, {"method", fast.Method, slow.Method}, {"params", fast.Params, slow.Params}} {
+		if (m.fast == nil) != (m.slow == nil) || !bytes.Equal(m.fast, m.slow) {
+			t.Fatalf("%s of %s: fast path %q (nil %v), json.Unmarshal %q (nil %v)", m.name, raw, []byte(m.fast), m.fast == nil, []byte(m.slow), m.slow == nil)
+		}
+	}
+	if c := decodeCall(raw); c.Err == nil && bytes.IndexByte(fast.Method, '\\') < 0 {
+		var method string
+		if err := json.Unmarshal(slow.Method, &method); err != nil || method != c.Method {
+			t.Fatalf("method of %s: %q, json.Unmarshal %q (%v)", raw, c.Method, method, err)
+		}
+	}
 }
 
 // TestDecodeResponseFastPath checks that the fast path and the full

@@ -3,6 +3,7 @@ package metering
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,13 +13,25 @@ import (
 )
 
 // The journal makes charges durable before a call is forwarded. Each charge
-// and refund is one line appended with a single write(2) to the current
-// segment file: once write returns, the line is in the kernel's page cache
-// and survives the process being killed (kill -9, a panic, OOM), though not
-// a power cut. A flush moves the aggregated lines into the store together
-// with the sequence number of the last line it covers, then deletes the
-// segments it covered. At start, lines past the store's checkpoint are
-// replayed, so each line counts exactly once.
+// and refund is one line appended to the current segment file: once the
+// append returns, the line is in the kernel's page cache and survives the
+// process being killed (kill -9, a panic, OOM), though not a power cut. A
+// flush moves the aggregated lines into the store together with the
+// sequence number of the last line it covers, then deletes the segments it
+// covered. At start, lines past the store's checkpoint are replayed, so
+// each line counts exactly once.
+//
+// On Linux a segment is a file of segmentSize bytes allocated up front and
+// mapped shared into memory: appending lines is a copy into the mapping,
+// which puts them in the page cache exactly as write(2) would, with no
+// system call per charge (the write(2) per call was 8% of the gateway's CPU
+// on a cache hit, docs/benchmarks.md). The rest of the file reads as NUL
+// bytes, which replay takes as the end. A batch's first byte is stored last:
+// until it is, the batch starts with a NUL and a crash in the middle of the
+// copy leaves nothing of it to replay. A segment that fills up gives way to
+// a new one; a closed segment is truncated to its lines. Elsewhere, or
+// where the file system cannot allocate a file up front, each append is one
+// write(2) to a file opened for appending.
 //
 // A line is: <seq> <c|r> <day> <key id> <credits> <method>\n ("c" a
 // charge, "r" a refund). Method names come from the method tables and hold
@@ -28,7 +41,14 @@ type journal struct {
 	f    *os.File
 	path string
 	buf  []byte
+	// mapped is the segment file mapped shared, nil when lines are
+	// written with write(2); off is where the next line goes in it.
+	mapped []byte
+	off    int
 }
+
+// segmentSize is the size of a mapped segment: about 18,000 lines.
+const segmentSize = 1 << 20
 
 // record is one journal line.
 type record struct {
@@ -95,9 +115,11 @@ func segments(dir string) ([]string, error) {
 	return out, nil
 }
 
-// replay reads every segment and calls fn for each record. A last line cut
-// short by a crash (no newline) is dropped: its write never completed, so
-// the call it belongs to was never forwarded. Any other damage is an error.
+// replay reads every segment and calls fn for each record. A segment ends
+// at its first NUL byte (the unwritten rest of a mapped segment). A last
+// line cut short by a crash (no newline) is dropped: its write never
+// completed, so the call it belongs to was never forwarded. Any other
+// damage is an error.
 func replay(dir string, fn func(record)) (maxSeq int64, err error) {
 	segs, err := segments(dir)
 	if err != nil {
@@ -107,6 +129,9 @@ func replay(dir string, fn func(record)) (maxSeq int64, err error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return 0, err
+		}
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			b = b[:i]
 		}
 		if i := bytes.LastIndexByte(b, '\n'); i < len(b)-1 {
 			b = b[:i+1] // torn last write
@@ -136,6 +161,10 @@ func openJournal(dir string, seq int64) (*journal, error) {
 
 func (j *journal) open(seq int64) error {
 	path := filepath.Join(j.dir, fmt.Sprintf("%s%020d%s", segmentPrefix, seq, segmentSuffix))
+	if mapped, f, off, err := mapSegment(path, segmentSize); err == nil {
+		j.f, j.path, j.mapped, j.off = f, path, mapped, off
+		return nil
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("metering: journal: %w", err)
@@ -144,15 +173,40 @@ func (j *journal) open(seq int64) error {
 	return nil
 }
 
-// write appends records with one write call.
+// write appends records as one unit.
 func (j *journal) write(recs []record) error {
 	j.buf = j.buf[:0]
 	for _, r := range recs {
 		j.buf = r.append(j.buf)
 	}
-	if _, err := j.f.Write(j.buf); err != nil {
-		return fmt.Errorf("metering: journal: %w", err)
+	if j.f == nil { // a segment could not be opened: try again
+		if err := j.open(recs[0].seq); err != nil {
+			return err
+		}
 	}
+	if j.mapped == nil {
+		if _, err := j.f.Write(j.buf); err != nil {
+			return fmt.Errorf("metering: journal: %w", err)
+		}
+		return nil
+	}
+	if j.off+len(j.buf) > len(j.mapped) {
+		if len(j.buf) > segmentSize {
+			return fmt.Errorf("metering: journal: %d bytes of records in one charge, more than a segment holds", len(j.buf))
+		}
+		if err := j.closeSegment(); err != nil {
+			return err
+		}
+		if err := j.open(recs[0].seq); err != nil {
+			return err
+		}
+		if j.mapped == nil {
+			return j.write(recs)
+		}
+	}
+	copy(j.mapped[j.off+1:], j.buf[1:])
+	j.mapped[j.off] = j.buf[0]
+	j.off += len(j.buf)
 	return nil
 }
 
@@ -163,10 +217,29 @@ func (j *journal) rotate(seq int64) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := j.f.Close(); err != nil {
-		return nil, fmt.Errorf("metering: journal: %w", err)
+	if err := j.closeSegment(); err != nil {
+		return nil, err
 	}
 	return old, j.open(seq)
+}
+
+// closeSegment unmaps the current segment, cuts it to its lines and closes
+// it.
+func (j *journal) closeSegment() error {
+	if j.f == nil {
+		return nil
+	}
+	var err error
+	if j.mapped != nil {
+		err = errors.Join(unmapSegment(j.mapped), j.f.Truncate(int64(j.off)))
+		j.mapped, j.off = nil, 0
+	}
+	err = errors.Join(err, j.f.Close())
+	j.f = nil
+	if err != nil {
+		return fmt.Errorf("metering: journal: %w", err)
+	}
+	return nil
 }
 
 // remove deletes segments that the store now covers.
@@ -182,4 +255,4 @@ func (j *journal) remove(paths []string) error {
 	return nil
 }
 
-func (j *journal) close() error { return j.f.Close() }
+func (j *journal) close() error { return j.closeSegment() }

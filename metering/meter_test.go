@@ -1,6 +1,7 @@
 package metering_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -338,8 +339,18 @@ func TestJournalRecovery(t *testing.T) {
 	if len(segs) != 1 {
 		t.Fatalf("segments: %v", segs)
 	}
-	f, _ := os.OpenFile(segs[0], os.O_WRONLY|os.O_APPEND, 0)
-	_, _ = f.WriteString("999999 c 2026-11-22 1 16") // a write cut short
+	// A write cut short, where the next line would have gone: after the
+	// last line, before the NUL bytes of a mapped segment's unused rest.
+	data, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := bytes.IndexByte(data, 0)
+	if end < 0 {
+		end = len(data)
+	}
+	f, _ := os.OpenFile(segs[0], os.O_WRONLY, 0)
+	_, _ = f.WriteAt([]byte("999999 c 2026-11-22 1 16"), int64(end))
 	_ = f.Close()
 
 	cfg.Counter = metering.NewMemory(seeder(s), nil)
