@@ -95,16 +95,16 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed *Network) {
 	// start a goroutine); upstream calls are bounded by their timeouts.
 	out, status, info := g.handle(g.obs.traceContext(context.Background(), &ctx.Request.Header), rq, body, ctx.Response.SwapBody(nil)[:0])
 	if info.bill != nil {
-		creditHeaders(ctx.Response.Header.Set, info.bill)
+		creditHeaders(&ctx.Response.Header, info.bill)
 	}
 	switch {
 	case info.cacheable == 0:
 	case info.batch:
 		ctx.Response.Header.Set(HeaderCacheHits, strconv.Itoa(info.hits))
 	case info.hits == 1:
-		ctx.Response.Header.Set(HeaderCache, "HIT")
+		ctx.Response.Header.SetCanonical([]byte(HeaderCache), []byte("HIT"))
 	default:
-		ctx.Response.Header.Set(HeaderCache, "MISS")
+		ctx.Response.Header.SetCanonical([]byte(HeaderCache), []byte("MISS"))
 	}
 	if info.retryAfter > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.FormatInt(int64(max(time.Second, info.retryAfter+time.Second-1)/time.Second), 10))
@@ -127,12 +127,13 @@ const (
 )
 
 // creditHeaders tells the client what the request cost and what is left.
-// set is the header setter of either HTTP stack: fasthttp's for calls,
-// net/http's for the WebSocket handshake.
-func creditHeaders(set func(key, value string), b *metering.Bill) {
-	set(HeaderCreditsUsed, strconv.FormatInt(b.Charged, 10))
-	set(HeaderCreditsRemaining, strconv.FormatInt(b.Remaining(), 10))
-	set(HeaderCreditsReset, b.ResetAt.Format(time.RFC3339))
+// The names are canonical already and the values are appended into one
+// buffer on the stack: a call's credit headers allocate nothing.
+func creditHeaders(h *fasthttp.ResponseHeader, b *metering.Bill) {
+	var buf [64]byte
+	h.SetCanonical([]byte(HeaderCreditsUsed), strconv.AppendInt(buf[:0], b.Charged, 10))
+	h.SetCanonical([]byte(HeaderCreditsRemaining), strconv.AppendInt(buf[:0], b.Remaining(), 10))
+	h.SetCanonical([]byte(HeaderCreditsReset), b.ResetAt.AppendFormat(buf[:0], time.RFC3339))
 }
 
 // allowed applies a key's network and Origin allowlists.
@@ -291,7 +292,7 @@ func isJSON(ct []byte) bool {
 // cors lets browser dapps call the gateway; the key in the path is the
 // credential, so no cookies are involved.
 func cors(h *fasthttp.ResponseHeader) {
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Content-Type")
+	h.SetCanonical([]byte("Access-Control-Allow-Origin"), []byte("*"))
+	h.SetCanonical([]byte("Access-Control-Allow-Methods"), []byte("POST, OPTIONS"))
+	h.SetCanonical([]byte("Access-Control-Allow-Headers"), []byte("Content-Type"))
 }

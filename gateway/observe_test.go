@@ -4,9 +4,12 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/prometheus/client_golang/prometheus"
@@ -271,4 +274,36 @@ func names(spans []sdktrace.ReadOnlySpan) []string {
 		out = append(out, s.Name())
 	}
 	return out
+}
+
+// TestCreditHeaders checks the credit headers of a metered call and of a
+// WebSocket handshake, which tells the balance without charging.
+func TestCreditHeaders(t *testing.T) {
+	e, rich, _ := meteredEnv(t, options{})
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/v3/"+rich, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"real_echo","params":["x"]}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	used, _ := strconv.ParseInt(resp.Header.Get(gateway.HeaderCreditsUsed), 10, 64)
+	remaining, _ := strconv.ParseInt(resp.Header.Get(gateway.HeaderCreditsRemaining), 10, 64)
+	tomorrow := time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+	if used <= 0 || remaining != 1000-used || resp.Header.Get(gateway.HeaderCreditsReset) != tomorrow.Format(time.RFC3339) {
+		t.Fatalf("call headers: %v", resp.Header)
+	}
+	_, hs, err := dialWS(t, e, rich)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := http.Header{gateway.HeaderCreditsUsed: {"0"}, gateway.HeaderCreditsRemaining: {strconv.FormatInt(remaining, 10)}, gateway.HeaderCreditsReset: {tomorrow.Format(time.RFC3339)}}
+	for k, v := range want {
+		if got := hs.Header.Values(k); !slices.Equal(got, v) {
+			t.Errorf("handshake %s: %q, want %q", k, got, v)
+		}
+	}
+	if ct := hs.Header.Get("Content-Type"); ct != "" {
+		t.Errorf("handshake Content-Type %q", ct)
+	}
 }

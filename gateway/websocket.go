@@ -169,7 +169,12 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		// The handshake tells the balance; each call's cost is in the
 		// method table, and portico_getCredits answers the balance later.
 		if b, err := g.meter.Balance(r.Context(), rq.id); err == nil {
-			creditHeaders(w.Header().Set, &b)
+			// The handshake is net/http's: the headers go across.
+			var h fasthttp.ResponseHeader
+			creditHeaders(&h, &b)
+			for _, k := range []string{HeaderCreditsUsed, HeaderCreditsRemaining, HeaderCreditsReset} {
+				w.Header().Set(k, string(h.Peek(k)))
+			}
 		}
 	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
