@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/porticohq/portico"
 )
 
