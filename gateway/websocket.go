@@ -186,13 +186,17 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		release()
 		return nil // Accept has answered the client
 	}
-	c := jsonrpc.NewConn(ws, jsonrpc.ConnLimits{
+	limits := jsonrpc.ConnLimits{
 		MaxMessageBytes:  g.limits.MaxWSMessageBytes,
 		MaxInFlight:      maxInFlightPerSocket,
 		IdleTimeout:      g.limits.WSIdleTimeout,
 		MaxSubscriptions: g.limits.MaxSubscriptionsPerConnection,
 		MaxQueue:         g.limits.MaxNotificationQueue,
-	})
+	}
+	if hw, ok := w.(*hijackWriter); ok {
+		limits.SetWriteDeadline = hw.conn.SetWriteDeadline
+	}
+	c := jsonrpc.NewConn(ws, limits)
 	if !g.track(c) {
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
 		release()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -245,4 +246,70 @@ func TestServerWebSocketLimits(t *testing.T) {
 			t.Errorf("Close ended the connection with %v", err)
 		}
 	})
+}
+
+type netConnKey struct{}
+
+// TestConnWriteTimeout checks both ways of bounding a write, a context per
+// message and the socket's deadline: a client that stops reading is cut
+// off once a write stalls past WriteTimeout; and a close long after the
+// last write still reaches the client with its reason (a deadline left on
+// the socket would refuse the close frame).
+func TestConnWriteTimeout(t *testing.T) {
+	for _, socket := range []bool{false, true} {
+		t.Run("socket deadline "+strconv.FormatBool(socket), func(t *testing.T) {
+			const timeout = 200 * time.Millisecond
+			conns := make(chan *jsonrpc.Conn, 1)
+			hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ws, err := websocket.Accept(w, r, nil)
+				if err != nil {
+					return
+				}
+				limits := jsonrpc.ConnLimits{WriteTimeout: timeout, MaxQueue: 1 << 20, MaxQueueBytes: 1 << 30}
+				if socket {
+					limits.SetWriteDeadline = r.Context().Value(netConnKey{}).(net.Conn).SetWriteDeadline
+				}
+				c := jsonrpc.NewConn(ws, limits)
+				conns <- c
+				c.Serve(r.Context(), func(context.Context, []byte) []byte { return nil })
+			}))
+			hs.Config.ConnContext = func(ctx context.Context, nc net.Conn) context.Context {
+				return context.WithValue(ctx, netConnKey{}, nc)
+			}
+			hs.Start()
+			t.Cleanup(hs.Close)
+			url := "ws" + strings.TrimPrefix(hs.URL, "http")
+
+			// A client that never reads: its socket fills, a write stalls.
+			_ = dial(t, url)
+			c := <-conns
+			big := []byte(`{"jsonrpc":"2.0","method":"note","params":"` + strings.Repeat("x", 1<<20) + `"}`)
+			for range 64 {
+				if !c.Notify(big) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			select {
+			case <-c.Done():
+			case <-time.After(30 * time.Second):
+				t.Fatal("a stalled write did not end the connection")
+			}
+
+			// A close long after the last write carries its reason.
+			cl := dial(t, url)
+			c = <-conns
+			c.Notify([]byte(`{"jsonrpc":"2.0","method":"note","params":1}`))
+			if _, _, err := cl.Read(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(3 * timeout)
+			c.Close(websocket.StatusPolicyViolation, "bye")
+			_, _, err := cl.Read(context.Background())
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != "bye" {
+				t.Fatalf("read after the close: %v", err)
+			}
+		})
+	}
 }
