@@ -138,12 +138,16 @@ func (p *Pool) pollNode(ctx context.Context, m *member, round int, timeout time.
 	}
 	m.mu.Lock()
 	m.heads, m.headsAt = h, p.now()
-	// A node that answers its probes is back: its calls may go to it
-	// again. A slow node stays suspect (calls tell), unless its probes had
-	// gone unanswered: then its slowness was that outage, which is over,
-	// and as a suspect node it would get no call to show it.
-	m.failures, m.benched = 0, time.Time{}
+	// A node whose probes had gone unanswered and answer again is back:
+	// its bench was that outage, which is over, and so was its slowness
+	// (as a suspect node it would get no call to show otherwise). A bench
+	// earned by clients' calls alone stands until it ends, and its backoff
+	// keeps growing with each failing call after it: a node can answer its
+	// head and fail everything else (a proxy in front of it, a method it
+	// cannot serve), and probes must not bring it back at every poll. The
+	// first call that it answers clears it.
 	if m.unreachable {
+		m.failures, m.benched = 0, time.Time{}
 		m.unreachable, m.slowStreak, m.suspect = false, 0, time.Time{}
 	}
 	m.mu.Unlock()

@@ -2,6 +2,7 @@ package upstream_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,7 @@ type headNode struct {
 	name    string
 	head    atomic.Uint64
 	stuck   atomic.Bool
+	broken  atomic.Bool // other calls fail as a transport failure would
 	deaf    bool
 	polled  chan struct{}
 	release chan struct{}
@@ -41,6 +43,8 @@ func (n *headNode) Call(ctx context.Context, method string, _ jsontext.Value, _ 
 	case method != "chain_head" && n.stuck.Load():
 		<-ctx.Done()
 		return nil, ctx.Err()
+	case method != "chain_head" && n.broken.Load():
+		return nil, errors.New("HTTP 502")
 	case method != "chain_head":
 		return jsontext.Value(`"` + n.name + `"`), nil
 	}
@@ -161,5 +165,56 @@ func TestBackAfterFreeze(t *testing.T) {
 	}
 	if got := ask(t, p, upstream.Request{Method: "m"}); got != "a" {
 		t.Fatalf("a call after the freeze went to %s", got)
+	}
+}
+
+// TestCallBenchOutlastsProbes: a node that answers its head probes but
+// fails clients' calls stays benched until its backoff ends, however often
+// its probes answer, and its backoff grows with each failure after; a
+// call it answers clears the bench.
+func TestCallBenchOutlastsProbes(t *testing.T) {
+	a, b := newHeadNode("a", 100, false), newHeadNode("b", 100, false)
+	clock := newFakeClock()
+	p := newHeadPool(t, clock, a, b)
+	polled := make(chan struct{}, 1)
+	defer p.OnHeads(func(portico.Heads) {
+		select {
+		case polled <- struct{}{}:
+		default:
+		}
+	})()
+	a.broken.Store(true)
+	if got := ask(t, p, upstream.Request{Method: "m"}); got != "b" {
+		t.Fatalf("the call a failed went on to %s", got)
+	}
+	st := p.Nodes()[0]
+	if !st.Benched || st.BenchedUntil.Sub(clock.Now()) != time.Second {
+		t.Fatalf("a after a failed call: %+v", st)
+	}
+	for i := range 3 { // probes answer, each with a new head
+		a.head.Add(1)
+		b.head.Add(1)
+		wait(t, polled, fmt.Sprint("poll ", i))
+	}
+	if st := p.Nodes()[0]; !st.Benched {
+		t.Fatalf("a's probes ended its bench for failed calls: %+v", st)
+	}
+	if got := ask(t, p, upstream.Request{Method: "m"}); got != "b" {
+		t.Fatalf("a call while a is benched went to %s", got)
+	}
+	clock.Advance(time.Second) // the bench ends; a is tried first again
+	if got := ask(t, p, upstream.Request{Method: "m"}); got != "b" {
+		t.Fatalf("the second call a failed went on to %s", got)
+	}
+	if st := p.Nodes()[0]; !st.Benched || st.BenchedUntil.Sub(clock.Now()) != 2*time.Second {
+		t.Fatalf("a after a second failed call: %+v (backoff should double)", st)
+	}
+	clock.Advance(2 * time.Second)
+	a.broken.Store(false)
+	if got := ask(t, p, upstream.Request{Method: "m"}); got != "a" {
+		t.Fatalf("the call after the bench went to %s", got)
+	}
+	if st := p.Nodes()[0]; st.Benched {
+		t.Fatalf("a after answering a call: %+v", st)
 	}
 }
