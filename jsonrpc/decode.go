@@ -149,7 +149,13 @@ func decodeCall(raw jsontext.Value) Call {
 // bytes as json.Unmarshal would into wireRequest, without reflection.
 // Anything else (another member, an escaped or repeated name) is left to
 // json.Unmarshal, whose rules and messages then apply: ok is false.
+//
+// The values are slices of one copy of raw, never of raw itself: a call's
+// id and params outlive the buffer its body was read into (a subscription
+// keeps its params, and fasthttp reuses request buffers), as they did when
+// json.Unmarshal copied each of them.
 func splitRequest(raw []byte) (w wireRequest, ok bool) {
+	raw = bytes.Clone(raw)
 	var seen [4]bool
 	i := skipSpace(raw, 1)
 	if raw[i] == '}' {
@@ -180,7 +186,7 @@ func splitRequest(raw []byte) (w wireRequest, ok bool) {
 		i = skipSpace(raw, i+j+2)           // at the colon
 		i = skipSpace(raw, i+1)             // at the value
 		end := skipValue(raw, i)            // after it
-		v := jsontext.Value(raw[i:end:end]) // appending to it must not write into raw
+		v := jsontext.Value(raw[i:end:end]) // appending to one must not write into the next
 		switch k {
 		case 0:
 			w.JSONRPC = v

@@ -195,6 +195,20 @@ func TestSplitRequest(t *testing.T) {
 	}
 }
 
+// TestSplitRequestCopies: what the fast path returns does not alias the
+// body, which its reader reuses.
+func TestSplitRequestCopies(t *testing.T) {
+	body := []byte(`{"jsonrpc":"2.0","id":"a","method":"m","params":["x"]}`)
+	w, ok := splitRequest(body)
+	if !ok {
+		t.Fatal("not taken by the fast path")
+	}
+	clear(body)
+	if string(w.JSONRPC) != `"2.0"` || string(w.ID) != `"a"` || string(w.Method) != `"m"` || string(w.Params) != `["x"]` {
+		t.Fatalf("values changed with the body: %q %q %q %q", w.JSONRPC, w.ID, w.Method, w.Params)
+	}
+}
+
 // checkSplitRequest fails t when the fast path takes raw (a valid JSON
 // object) and reads it differently from json.Unmarshal.
 func checkSplitRequest(t *testing.T, raw []byte) {
