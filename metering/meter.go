@@ -127,6 +127,8 @@ type Meter struct {
 	// each key's remaining balance after its latest charge, for Speculate.
 	remote bool
 	last   sync.Map // key id → int64
+
+	today atomic.Pointer[billingDay] // the day of the latest charge
 }
 
 // New builds a meter and, when there is a journal, replays into the store
@@ -235,12 +237,29 @@ func BillingDay(t time.Time) (day string, resetAt time.Time) {
 	return t.Format(time.DateOnly), time.Date(y, mo, d+1, 0, 0, 0, 0, time.UTC)
 }
 
+// billingDay is BillingDay, with the day's name kept until its end rather
+// than formatted for every charge.
+func (m *Meter) billingDay(t time.Time) (string, time.Time) {
+	if d := m.today.Load(); d != nil && t.Before(d.reset) && !t.Before(d.start) {
+		return d.day, d.reset
+	}
+	day, reset := BillingDay(t)
+	m.today.Store(&billingDay{day: day, start: reset.AddDate(0, 0, -1), reset: reset})
+	return day, reset
+}
+
+// billingDay is one billing day: its name and when it starts and ends.
+type billingDay struct {
+	day          string
+	start, reset time.Time
+}
+
 // Charge charges items to the key as one unit: all of them fit the
 // balance and the rate limit, or none is charged and the error is a
 // *portico.QuotaError. A counter or journal failure refuses the calls too
 // (portico.ErrMeteringUnavailable): nothing is served unbilled.
 func (m *Meter) Charge(ctx context.Context, id apikey.Identity, items []Item) (Bill, error) {
-	day, reset := BillingDay(m.clock())
+	day, reset := m.billingDay(m.clock())
 	b := Bill{KeyID: id.ID, Day: day, Daily: id.DailyCredits, ResetAt: reset}
 	var total int64
 	for _, it := range items {
