@@ -97,10 +97,13 @@ func (g *Gateway) subscribe(ctx context.Context, rq request, p prepared) outcome
 	}
 	h.perKey[rq.id.Name]++
 	h.mu.Unlock()
+	// What the closures below keep for the subscription's life is named
+	// here, so that they hold these strings and not the whole call.
+	key, network, kind := rq.id.Name, rq.net.Name, p.subParams.Kind
 	release := func() {
 		h.mu.Lock()
-		if h.perKey[rq.id.Name]--; h.perKey[rq.id.Name] <= 0 {
-			delete(h.perKey, rq.id.Name)
+		if h.perKey[key]--; h.perKey[key] <= 0 {
+			delete(h.perKey, key)
 		}
 		h.mu.Unlock()
 	}
@@ -119,11 +122,11 @@ func (g *Gateway) subscribe(ctx context.Context, rq request, p prepared) outcome
 		return outcome{err: err}
 	}
 	c.t = t
-	g.obs.metrics.Subscription(rq.net.Name, p.subParams.Kind, 1)
+	g.obs.metrics.Subscription(network, kind, 1)
 	s.OnEnd(func() {
 		t.leave(c)
 		release()
-		g.obs.metrics.Subscription(rq.net.Name, p.subParams.Kind, -1)
+		g.obs.metrics.Subscription(network, kind, -1)
 	})
 	return outcome{result: id}
 }

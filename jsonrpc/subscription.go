@@ -1,7 +1,9 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -35,10 +37,23 @@ type Sub struct {
 	onEnd    []func()
 }
 
-// subs is a connection's subscriptions by id.
+// subs is a connection's subscriptions. A connection holds few (at most
+// MaxSubscriptions, 100 by default, most often one), and a list of them
+// costs an idle subscriber's connection a few bytes where a map cost
+// hundreds (docs/benchmarks.md, issue 17).
 type subs struct {
-	mu sync.Mutex
-	m  map[string]*Sub
+	mu   sync.Mutex
+	list []*Sub
+}
+
+// find returns the subscription with id, or nil. subs.mu is held.
+func (ss *subs) find(id jsontext.Value) *Sub {
+	for _, s := range ss.list {
+		if bytes.Equal(s.id, id) {
+			return s
+		}
+	}
+	return nil
 }
 
 // Subscribe registers a subscription with id on the connection the call
@@ -52,14 +67,11 @@ func Subscribe(ctx context.Context, id jsontext.Value) (*Sub, error) {
 	}
 	s := &Sub{id: id, conn: c, done: make(chan struct{})}
 	c.subs.mu.Lock()
-	if c.subs.m == nil {
-		c.subs.m = map[string]*Sub{}
-	}
-	if len(c.subs.m) >= c.limits.MaxSubscriptions {
+	if len(c.subs.list) >= c.limits.MaxSubscriptions {
 		c.subs.mu.Unlock()
 		return nil, &portico.LimitError{Limit: portico.LimitSubscriptions, Max: int64(c.limits.MaxSubscriptions)}
 	}
-	c.subs.m[string(id)] = s
+	c.subs.list = append(c.subs.list, s)
 	c.subs.mu.Unlock()
 	c.OnClose(s.end)
 	if !AfterAnswer(ctx, s.activate) {
@@ -76,7 +88,7 @@ func Unsubscribe(ctx context.Context, id jsontext.Value) bool {
 		return false
 	}
 	c.subs.mu.Lock()
-	s := c.subs.m[string(id)]
+	s := c.subs.find(id)
 	c.subs.mu.Unlock()
 	if s == nil {
 		return false
@@ -177,8 +189,8 @@ func (s *Sub) end() {
 	s.onEnd = nil
 	s.mu.Unlock()
 	s.conn.subs.mu.Lock()
-	if s.conn.subs.m[string(s.id)] == s {
-		delete(s.conn.subs.m, string(s.id))
+	if i := slices.Index(s.conn.subs.list, s); i >= 0 {
+		s.conn.subs.list = slices.Delete(s.conn.subs.list, i, i+1)
 	}
 	s.conn.subs.mu.Unlock()
 	close(s.done)
@@ -191,5 +203,5 @@ func (s *Sub) end() {
 func (c *Conn) Subscriptions() int {
 	c.subs.mu.Lock()
 	defer c.subs.mu.Unlock()
-	return len(c.subs.m)
+	return len(c.subs.list)
 }
