@@ -194,8 +194,16 @@ func NewConn(ws *websocket.Conn, limits ConnLimits) *Conn {
 // answer has returned and the OnClose functions have run.
 func (c *Conn) Serve(ctx context.Context, answer func(ctx context.Context, body []byte) []byte) {
 	ws := c.ws
+	// Reads wait on the socket alone: given a context that can end, the
+	// library registers a callback on it for every read, about half a
+	// kilobyte that each idle connection would hold (docs/benchmarks.md,
+	// issue 17). Instead the end of ctx closes the socket, which ends the
+	// read, and this registers nothing when ctx cannot end.
+	stop := context.AfterFunc(ctx, func() { _ = ws.CloseNow() })
+	defer stop()
 	ctx, cancel := context.WithCancel(context.WithValue(ctx, connKey{}, c))
 	defer cancel()
+	rctx := context.WithoutCancel(ctx)
 	c.mu.Lock()
 	c.ctx, c.serving = ctx, true
 	c.startWriter() // anything queued before Serve
@@ -210,7 +218,7 @@ func (c *Conn) Serve(ctx context.Context, answer func(ctx context.Context, body 
 	ws.SetReadLimit(msgMax + 1)
 	sem := make(chan struct{}, c.limits.MaxInFlight)
 	for {
-		_, rd, err := ws.Reader(ctx)
+		_, rd, err := ws.Reader(rctx)
 		if err != nil {
 			break
 		}

@@ -313,3 +313,30 @@ func TestConnWriteTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestConnServeEndsWithContext: Serve returns when its context ends, though
+// reads wait on the socket alone.
+func TestConnServeEndsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		jsonrpc.NewConn(ws, jsonrpc.ConnLimits{}).Serve(ctx, func(context.Context, []byte) []byte { return nil })
+		close(served)
+	}))
+	t.Cleanup(hs.Close)
+	c := dial(t, "ws"+strings.TrimPrefix(hs.URL, "http"))
+	if err := c.Write(context.Background(), websocket.MessageText, []byte(`{"jsonrpc":"2.0","method":"m"}`)); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case <-served:
+	case <-time.After(30 * time.Second): // a guard against a hang
+		t.Fatal("Serve did not return after its context ended")
+	}
+}
