@@ -116,10 +116,11 @@ func segments(dir string) ([]string, error) {
 }
 
 // replay reads every segment and calls fn for each record. A segment ends
-// at its first NUL byte (the unwritten rest of a mapped segment). A last
-// line cut short by a crash (no newline) is dropped: its write never
-// completed, so the call it belongs to was never forwarded. Any other
-// damage is an error.
+// at its first NUL byte (the unwritten rest of a mapped segment, or a batch
+// cut short while it was copied there, which is dropped). A last line cut
+// short by a crash (no newline) is dropped too: its write never completed,
+// so the call it belongs to was never forwarded. Any other damage is an
+// error.
 func replay(dir string, fn func(record)) (maxSeq int64, err error) {
 	segs, err := segments(dir)
 	if err != nil {
@@ -131,6 +132,13 @@ func replay(dir string, fn func(record)) (maxSeq int64, err error) {
 			return 0, err
 		}
 		if i := bytes.IndexByte(b, 0); i >= 0 {
+			// Past the first NUL there may be the rest of a batch whose
+			// first byte was never stored, then NULs to the end: nothing
+			// else was written there. Lines after a run of NULs are damage.
+			tail := b[i+1:]
+			if k := bytes.IndexByte(tail, 0); k >= 0 && len(bytes.TrimLeft(tail[k:], "\x00")) > 0 {
+				return 0, fmt.Errorf("metering: journal %s: lines after NUL bytes at offset %d", path, i)
+			}
 			b = b[:i]
 		}
 		if i := bytes.LastIndexByte(b, '\n'); i < len(b)-1 {

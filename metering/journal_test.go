@@ -104,4 +104,12 @@ func TestJournalTornBatch(t *testing.T) {
 	if maxSeq, err := replay(dir, func(record) { n++ }); err != nil || n != 1 || maxSeq != 1 {
 		t.Fatalf("replayed %d records up to %d (%v), want 1 up to 1", n, maxSeq, err)
 	}
+	// Lines after a run of NULs were not written so: damage, not a tail.
+	damaged := whole + strings.Repeat("\x00", 4096) + "2 c 2026-11-23 1 16 getBlock\n" + strings.Repeat("\x00", 100)
+	if err := os.WriteFile(filepath.Join(dir, "ledger-00000000000000000001.log"), []byte(damaged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay(dir, func(record) {}); err == nil {
+		t.Fatal("a segment with lines after a block of NULs replayed without an error")
+	}
 }
