@@ -128,7 +128,7 @@ type Meter struct {
 	remote bool
 	last   sync.Map // key id → int64
 
-	today atomic.Pointer[billingDay] // the day of the latest charge
+	today atomic.Pointer[dayRange] // the billing day of the latest charge
 }
 
 // New builds a meter and, when there is a journal, replays into the store
@@ -244,12 +244,12 @@ func (m *Meter) billingDay(t time.Time) (string, time.Time) {
 		return d.day, d.reset
 	}
 	day, reset := BillingDay(t)
-	m.today.Store(&billingDay{day: day, start: reset.AddDate(0, 0, -1), reset: reset})
+	m.today.Store(&dayRange{day: day, start: reset.AddDate(0, 0, -1), reset: reset})
 	return day, reset
 }
 
-// billingDay is one billing day: its name and when it starts and ends.
-type billingDay struct {
+// dayRange is one billing day: its name and when it starts and ends.
+type dayRange struct {
 	day          string
 	start, reset time.Time
 }
