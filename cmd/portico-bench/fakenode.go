@@ -156,6 +156,31 @@ type fakeRequest struct {
 	Params []json.RawMessage `json:"params"`
 }
 
+// answerBody appends to out the answer to a JSON-RPC body, a call or a
+// batch, each call answered by answer; ok is false when the body does not
+// decode.
+func answerBody(out, body []byte, answer func([]byte, fakeRequest) []byte) (_ []byte, ok bool) {
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+		var reqs []fakeRequest
+		if err := json.Unmarshal(b, &reqs); err != nil {
+			return out, false
+		}
+		out = append(out, '[')
+		for i, req := range reqs {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = answer(out, req)
+		}
+		return append(out, ']'), true
+	}
+	var req fakeRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return out, false
+	}
+	return answer(out, req), true
+}
+
 func (n *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -165,28 +190,10 @@ func (n *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if bp == nil {
 		bp = new([]byte)
 	}
-	out := (*bp)[:0]
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
-		var reqs []fakeRequest
-		if err := json.Unmarshal(b, &reqs); err != nil {
-			http.Error(w, "bad batch", http.StatusBadRequest)
-			return
-		}
-		out = append(out, '[')
-		for i, req := range reqs {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = n.answer(out, req)
-		}
-		out = append(out, ']')
-	} else {
-		var req fakeRequest
-		if err := json.Unmarshal(body, &req); err != nil {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		out = n.answer(out, req)
+	out, ok := answerBody((*bp)[:0], body, n.answer)
+	if !ok {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	// One write of the whole answer: net/http sends a large one chunked,

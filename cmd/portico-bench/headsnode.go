@@ -232,28 +232,10 @@ func (n *headsNode) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	var out []byte
-	if b := strings.TrimLeft(string(body), " \t\r\n"); strings.HasPrefix(b, "[") {
-		var reqs []fakeRequest
-		if err := json.Unmarshal(body, &reqs); err != nil {
-			http.Error(w, "bad batch", http.StatusBadRequest)
-			return
-		}
-		out = append(out, '[')
-		for i, req := range reqs {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = n.answer(out, req)
-		}
-		out = append(out, ']')
-	} else {
-		var req fakeRequest
-		if err := json.Unmarshal(body, &req); err != nil {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		out = n.answer(out, req)
+	out, ok := answerBody(nil, body, n.answer)
+	if !ok {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(out)
