@@ -118,6 +118,7 @@ type Conn struct {
 	writing bool
 	serving bool            // Serve has started: writers may start
 	ctx     context.Context // Serve's, for writes and pings
+	bare    context.Context // ctx that never ends, for reads and deadline-bound writes
 	writers sync.WaitGroup  // the writer, while one runs
 	tick    *time.Timer     // the idle check and pings, without a goroutine
 
@@ -203,9 +204,8 @@ func (c *Conn) Serve(ctx context.Context, answer func(ctx context.Context, body 
 	defer stop()
 	ctx, cancel := context.WithCancel(context.WithValue(ctx, connKey{}, c))
 	defer cancel()
-	rctx := context.WithoutCancel(ctx)
 	c.mu.Lock()
-	c.ctx, c.serving = ctx, true
+	c.ctx, c.bare, c.serving = ctx, context.WithoutCancel(ctx), true
 	c.startWriter() // anything queued before Serve
 	c.mu.Unlock()
 	c.lastPing.Store(time.Now().UnixNano())
@@ -218,7 +218,7 @@ func (c *Conn) Serve(ctx context.Context, answer func(ctx context.Context, body 
 	ws.SetReadLimit(msgMax + 1)
 	sem := make(chan struct{}, c.limits.MaxInFlight)
 	for {
-		_, rd, err := ws.Reader(rctx)
+		_, rd, err := ws.Reader(c.bare)
 		if err != nil {
 			break
 		}
@@ -411,7 +411,7 @@ func (c *Conn) write(msg []byte) error {
 	// A context that is never done: the library skips its watch. The
 	// deadline is cleared after, so that a later close frame is not
 	// refused by a deadline long past.
-	err := c.ws.Write(context.WithoutCancel(c.ctx), websocket.MessageText, msg)
+	err := c.ws.Write(c.bare, websocket.MessageText, msg)
 	return errors.Join(err, c.limits.SetWriteDeadline(time.Time{}))
 }
 
