@@ -29,6 +29,8 @@ const (
 	CodeHeadersTooLarge   = -32053
 	CodeBatchResponse     = -32054
 	CodeTooManySubs       = -32055
+	CodeResultTooLarge    = -32056
+	CodeMemoryBusy        = -32057
 )
 
 // Sentinel errors of the gateway. jsonrpc.ErrorFor maps each to a JSON-RPC
@@ -131,6 +133,12 @@ const (
 	LimitBatchResponse    = "batch response"
 	LimitSubscriptions    = "subscriptions per connection"
 	LimitKeySubscriptions = "subscriptions per key"
+	// LimitResult is one node answer's size (limits.max_result_bytes),
+	// checked while the answer is read.
+	LimitResult = "result"
+	// LimitMemory is a memory budget (per connection, per key or for the
+	// process) that holding one more answer would pass.
+	LimitMemory = "memory budget"
 )
 
 // Error describes which limit was hit.
@@ -156,6 +164,10 @@ func (e *LimitError) Error() string {
 		return fmt.Sprintf("batch response too large: this call's result does not fit in the batch's limit of %d bytes", e.Max)
 	case LimitHeaders:
 		return fmt.Sprintf("request headers too large: limit is %d bytes", e.Max)
+	case LimitResult:
+		return fmt.Sprintf("result too large: the node's answer passes the limit of %d bytes", e.Max)
+	case LimitMemory:
+		return fmt.Sprintf("server busy: this answer does not fit the memory budget of %d bytes; retry later", e.Max)
 	}
 	return fmt.Sprintf("%s limit exceeded: limit is %d", e.Limit, e.Max)
 }

@@ -94,6 +94,10 @@ func limitError(l *portico.LimitError) (*Error, int, bool) {
 		return &Error{Code: portico.CodeBatchResponse, Message: l.Error()}, http.StatusRequestEntityTooLarge, true
 	case portico.LimitHeaders:
 		return &Error{Code: portico.CodeHeadersTooLarge, Message: l.Error()}, http.StatusRequestHeaderFieldsTooLarge, true
+	case portico.LimitResult:
+		return &Error{Code: portico.CodeResultTooLarge, Message: l.Error()}, http.StatusBadGateway, true
+	case portico.LimitMemory:
+		return &Error{Code: portico.CodeMemoryBusy, Message: l.Error()}, http.StatusServiceUnavailable, true
 	}
 	return &Error{Code: CodeInvalidRequest, Message: l.Error()}, http.StatusBadRequest, true
 }
