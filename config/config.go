@@ -150,11 +150,21 @@ type Limits struct {
 	MaxSubscriptionsPerKey        int `yaml:"max_subscriptions_per_key"`
 	// MaxNotificationQueue bounds the notifications waiting for a client
 	// that does not read them; beyond it the client is disconnected.
-	MaxNotificationQueue int           `yaml:"max_notification_queue"`
-	ReadTimeout          time.Duration `yaml:"read_timeout"`
-	WriteTimeout         time.Duration `yaml:"write_timeout"`
-	IdleTimeout          time.Duration `yaml:"idle_timeout"`
-	WSIdleTimeout        time.Duration `yaml:"ws_idle_timeout"`
+	MaxNotificationQueue int `yaml:"max_notification_queue"`
+	// MemoryBytes bounds what clients and nodes can make the process hold
+	// (answers and notifications waiting to be written, batches being
+	// assembled, node answers being read); 0 means an eighth of the
+	// machine's (or the container's) memory. KeyMemoryBytes bounds it for
+	// one key over all its connections and requests, and
+	// ConnectionMemoryBytes for one WebSocket connection; 0 means no bound
+	// of that kind.
+	MemoryBytes           int64         `yaml:"memory_bytes"`
+	KeyMemoryBytes        int64         `yaml:"key_memory_bytes"`
+	ConnectionMemoryBytes int64         `yaml:"connection_memory_bytes"`
+	ReadTimeout           time.Duration `yaml:"read_timeout"`
+	WriteTimeout          time.Duration `yaml:"write_timeout"`
+	IdleTimeout           time.Duration `yaml:"idle_timeout"`
+	WSIdleTimeout         time.Duration `yaml:"ws_idle_timeout"`
 }
 
 // Cache configures the cache of answers, which follows each family's
@@ -306,6 +316,8 @@ func DefaultConfig() Config {
 			MaxSubscriptionsPerConnection: 100,
 			MaxSubscriptionsPerKey:        1000,
 			MaxNotificationQueue:          1024,
+			KeyMemoryBytes:                256 << 20,
+			ConnectionMemoryBytes:         128 << 20,
 			ReadTimeout:                   30 * time.Second,
 			WriteTimeout:                  60 * time.Second,
 			IdleTimeout:                   120 * time.Second,
@@ -441,6 +453,18 @@ func (c *Config) Validate() error {
 	}
 	if l.MaxWSConnectionsPerKey < 0 {
 		return errors.New("config: limits.max_ws_connections_per_key: must not be negative")
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"limits.memory_bytes", l.MemoryBytes},
+		{"limits.key_memory_bytes", l.KeyMemoryBytes},
+		{"limits.connection_memory_bytes", l.ConnectionMemoryBytes},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("config: %s: must not be negative", f.name)
+		}
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -13,6 +12,7 @@ import (
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/membudget"
 	"github.com/porticohq/portico/metering"
 )
 
@@ -165,9 +165,11 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		}
 		run(0, frame)
 	} else {
-		// The results of a batch share one bound: a call whose result does
+		// The results of a batch share one bound, the request's budget
+		// (under the connection's or the key's): a call whose result does
 		// not fit gets an error of its own, and its bytes are let go.
-		var size atomic.Int64
+		held := membudget.New("request", g.limits.MaxBatchResponseBytes, g.memoryOf(ctx, rq))
+		defer held.Give(held.Used()) // the response is built by then
 		sem := make(chan struct{}, maxBatchParallel)
 		var wg sync.WaitGroup
 		for i := range calls {
@@ -177,8 +179,10 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			sem <- struct{}{}
 			wg.Go(func() {
 				run(i, nil)
-				if n := int64(len(outs[i].result)); n > 0 && size.Add(n) > g.limits.MaxBatchResponseBytes && g.limits.MaxBatchResponseBytes > 0 {
-					outs[i] = outcome{err: &portico.LimitError{Limit: portico.LimitBatchResponse, Max: g.limits.MaxBatchResponseBytes}}
+				if n := int64(len(outs[i].result)); n > 0 {
+					if err := held.TakeErr(n); err != nil {
+						outs[i] = outcome{err: g.batchRefusal(err)}
+					}
 				}
 				<-sem
 			})
@@ -269,6 +273,25 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 	return append(dst, ']'), status, info
 }
 
+// memoryOf is the budget a request's answers count against: its
+// WebSocket connection's, or its key's for an HTTP request.
+func (g *Gateway) memoryOf(ctx context.Context, rq request) *membudget.Budget {
+	if c := jsonrpc.ConnFrom(ctx); c != nil && c.Memory() != nil {
+		return c.Memory()
+	}
+	return g.keyMem.Of(rq.id.Name)
+}
+
+// batchRefusal is the error of a batch result its request's budget
+// refused: the batch's own size bound, or a memory budget above it.
+func (g *Gateway) batchRefusal(err error) error {
+	var r *membudget.Refused
+	if errors.As(err, &r) && r.Budget == "request" {
+		return &portico.LimitError{Limit: portico.LimitBatchResponse, Max: g.limits.MaxBatchResponseBytes}
+	}
+	return err
+}
+
 // refundable reports whether a charged call failed through our fault or
 // the upstream's, not the caller's: no upstream, a dead or slow upstream,
 // a result withheld for the batch's size bound, an internal error. A node's JSON-RPC error is an answer and stays
@@ -280,7 +303,7 @@ func refundable(err error) bool {
 	switch {
 	case errors.As(err, &up):
 		return true
-	case errors.As(err, &limit) && limit.Limit == portico.LimitBatchResponse:
+	case errors.As(err, &limit) && (limit.Limit == portico.LimitBatchResponse || limit.Limit == portico.LimitResult || limit.Limit == portico.LimitMemory):
 		return true // answered by the node, withheld by us
 	case errors.As(err, &rpcErr), errors.Is(err, context.Canceled):
 		return false

@@ -25,6 +25,7 @@ import (
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/membudget"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/upstream"
@@ -104,6 +105,15 @@ type Limits struct {
 	WriteTimeout           time.Duration
 	IdleTimeout            time.Duration
 	WSIdleTimeout          time.Duration
+	// MemoryBytes bounds what clients and nodes can make the process hold
+	// (answers and notifications queued, batches being assembled, node
+	// answers being read); 0 means membudget.DefaultProcessLimit.
+	// KeyMemoryBytes bounds it per key over all the key's connections and
+	// requests, ConnectionMemoryBytes per WebSocket connection; 0 means no
+	// bound of that kind (the process's still holds).
+	MemoryBytes           int64
+	KeyMemoryBytes        int64
+	ConnectionMemoryBytes int64
 }
 
 // Config holds what a Gateway needs. Keys, Networks and Limits are required.
@@ -151,6 +161,8 @@ type Gateway struct {
 	addrs   addrCounts[netip.Addr]
 	wsConns atomic.Int64
 	wsKeys  addrCounts[string] // WebSocket connections per key name
+	mem     *membudget.Budget  // the process's memory budget
+	keyMem  *membudget.Keys    // each key's, under mem
 
 	mu      sync.Mutex
 	sockets map[*jsonrpc.Conn]struct{}
@@ -174,6 +186,12 @@ func New(cfg Config) *Gateway {
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
+	memory := cfg.Limits.MemoryBytes
+	if memory <= 0 {
+		memory = membudget.DefaultProcessLimit()
+	}
+	g.mem = membudget.New("process", memory, nil)
+	g.keyMem = membudget.NewKeys(cfg.Limits.KeyMemoryBytes, g.mem)
 	g.obs = observer{metrics: cfg.Metrics, tracer: cfg.Tracer}
 	if !cfg.NoCoalesce {
 		g.flights = &flights{}
@@ -198,6 +216,10 @@ func New(cfg Config) *Gateway {
 	}
 	return g
 }
+
+// Memory returns the process's memory budget, for metrics and the
+// operators' pages.
+func (g *Gateway) Memory() *membudget.Budget { return g.mem }
 
 // Handler serves every network on one listener, choosing by Host.
 func (g *Gateway) Handler() fasthttp.RequestHandler {

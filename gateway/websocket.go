@@ -15,6 +15,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/membudget"
 )
 
 // wsWriteBuffer is the write buffer each WebSocket connection keeps.
@@ -192,6 +193,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		IdleTimeout:      g.limits.WSIdleTimeout,
 		MaxSubscriptions: g.limits.MaxSubscriptionsPerConnection,
 		MaxQueue:         g.limits.MaxNotificationQueue,
+		Memory:           membudget.New("connection", g.limits.ConnectionMemoryBytes, g.keyMem.Of(rq.id.Name)),
 	}
 	if hw, ok := w.(*hijackWriter); ok {
 		limits.SetWriteDeadline = hw.conn.SetWriteDeadline

@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/membudget"
 )
 
 // ConnLimits bound one WebSocket connection. Zero fields take the defaults
@@ -20,9 +21,23 @@ type ConnLimits struct {
 	// MaxMessageBytes bounds a message from the client; a larger one is
 	// answered with -32051 and the connection closes with status 1009.
 	MaxMessageBytes int64
-	// MaxInFlight bounds the messages being answered at once; beyond it
-	// the connection stops reading, which pushes back on the client.
+	// MaxInFlight bounds the messages being answered or waiting to be
+	// written at once: a message's slot is given back when its answer has
+	// been written, not when it is queued. Beyond it the connection stops
+	// reading, which pushes back on the client.
 	MaxInFlight int
+	// PauseQueueBytes stops reading the client's messages while this many
+	// bytes of answers and notifications wait to be written to it: a
+	// client that sends calls and does not read the answers is slowed to
+	// the pace at which it reads.
+	PauseQueueBytes int64
+	// Memory, when set, is the connection's memory budget (its parents are
+	// the key's and the process's): every message queued for the client
+	// and every message read from it is counted against it while held. A
+	// notification it refuses cuts off a client that has a backlog
+	// (ReasonSlowReader); a message from the client it refuses is answered
+	// with -32057 and the connection closes with 1013 (try again later).
+	Memory *membudget.Budget
 	// MaxQueue and MaxQueueBytes bound the notifications waiting to be
 	// written to a client that does not read them; a notification beyond
 	// either closes the connection with status 1008.
@@ -48,11 +63,12 @@ type ConnLimits struct {
 	MaxSubscriptions int
 }
 
-// DefaultConnLimits are 5 MiB messages, 64 messages in flight, 1024
-// queued notifications or 16 MiB, 10 minutes idle, a ping every 30 s, 10 s
-// to write a message and 100 subscriptions.
+// DefaultConnLimits are 5 MiB messages, 64 messages in flight, reading
+// paused while 4 MiB wait to be written, 1024 queued notifications or 16
+// MiB, 10 minutes idle, a ping every 30 s, 10 s to write a message and 100
+// subscriptions.
 func DefaultConnLimits() ConnLimits {
-	return ConnLimits{MaxMessageBytes: 5 << 20, MaxInFlight: 64, MaxQueue: 1024, MaxQueueBytes: 16 << 20,
+	return ConnLimits{MaxMessageBytes: 5 << 20, MaxInFlight: 64, PauseQueueBytes: 4 << 20, MaxQueue: 1024, MaxQueueBytes: 16 << 20,
 		IdleTimeout: 10 * time.Minute, PingInterval: 30 * time.Second, WriteTimeout: 10 * time.Second,
 		MaxSubscriptions: 100}
 }
@@ -64,6 +80,9 @@ func (l ConnLimits) withDefaults() ConnLimits {
 	}
 	if l.MaxInFlight <= 0 {
 		l.MaxInFlight = d.MaxInFlight
+	}
+	if l.PauseQueueBytes <= 0 {
+		l.PauseQueueBytes = d.PauseQueueBytes
 	}
 	if l.MaxQueue <= 0 {
 		l.MaxQueue = d.MaxQueue
@@ -96,7 +115,24 @@ const (
 	ReasonIdle = "idle timeout"
 	// ReasonNoPong ends a connection whose client did not answer a ping.
 	ReasonNoPong = "ping not answered"
+	// ReasonBusy ends a connection whose message did not fit the memory
+	// budget (status 1013, try again later).
+	ReasonBusy = "server busy: memory budget reached, try again later"
 )
+
+// slowFloor is the backlog below which a connection is not cut off when a
+// memory budget above it refuses one of its notifications: it reads, and
+// the refusal is another client's doing (that client is cut off when its
+// own next notification comes). The notification is counted anyway.
+const slowFloor = 64 << 10
+
+// queued is one message waiting to be written.
+type queued struct {
+	msg []byte
+	// answer says the message is the answer to a client's message: its
+	// in-flight slot is given back once it is written (or dropped).
+	answer bool
+}
 
 // Conn is one WebSocket connection serving JSON-RPC. Every message to the
 // client (answers and notifications) goes through one ordered queue that
@@ -107,10 +143,18 @@ type Conn struct {
 	limits ConnLimits
 
 	mu         sync.Mutex
-	queue      [][]byte
+	queue      []queued
 	queueBytes int64
 	closed     bool
 	onClose    []func()
+	// closeLater is the close handshake to start once the write in
+	// progress is done: a close frame cannot overtake it, and started
+	// beside it the frame would wait behind a write to a client that does
+	// not read, and be lost.
+	closeLater func()
+	slots      chan struct{} // a message's in-flight slot, until its answer is written
+	room       chan struct{} // the writer made room below PauseQueueBytes
+	onPause    func()        // tests: called when reading pauses
 
 	// writing says a writer goroutine is draining the queue; there is
 	// one only while there is something to write, so an idle connection
@@ -182,7 +226,9 @@ func (h *answerHooks) run() {
 
 // NewConn wraps an accepted WebSocket connection; Serve serves it.
 func NewConn(ws *websocket.Conn, limits ConnLimits) *Conn {
-	c := &Conn{ws: ws, limits: limits.withDefaults(), done: make(chan struct{})}
+	limits = limits.withDefaults()
+	c := &Conn{ws: ws, limits: limits, done: make(chan struct{}),
+		slots: make(chan struct{}, limits.MaxInFlight), room: make(chan struct{}, 1)}
 	c.touch()
 	return c
 }
@@ -216,40 +262,46 @@ func (c *Conn) Serve(ctx context.Context, answer func(ctx context.Context, body 
 	// oversized message is seen here and answered with our error.
 	msgMax := c.limits.MaxMessageBytes
 	ws.SetReadLimit(msgMax + 1)
-	sem := make(chan struct{}, c.limits.MaxInFlight)
 	for {
+		if !c.waitRoom() {
+			break
+		}
 		_, rd, err := ws.Reader(c.bare)
 		if err != nil {
 			break
 		}
-		body, err := io.ReadAll(io.LimitReader(rd, msgMax+1))
+		body, held, err := c.readMessage(rd, msgMax+1)
 		if err != nil {
+			c.refuseMessage(ctx, err)
 			break
 		}
 		c.touch()
 		if int64(len(body)) > msgMax {
-			e, _, _ := ErrorFor(&portico.LimitError{Limit: portico.LimitWSMessage, Max: msgMax})
-			wctx, wcancel := context.WithTimeout(ctx, c.limits.WriteTimeout)
-			_ = ws.Write(wctx, websocket.MessageText, AppendError(nil, nil, e))
-			wcancel()
-			c.Close(websocket.StatusMessageTooBig, e.Message)
+			c.limits.Memory.Give(held)
+			c.refuseMessage(ctx, &portico.LimitError{Limit: portico.LimitWSMessage, Max: msgMax})
 			break
 		}
-		sem <- struct{}{}
+		c.slots <- struct{}{}
 		go func() {
-			defer func() { <-sem }()
 			hooks := &answerHooks{}
 			out := answer(context.WithValue(ctx, hooksKey{}, hooks), body)
-			if out != nil {
-				c.send(out)
+			c.limits.Memory.Give(held)
+			if out == nil {
+				<-c.slots
+			} else {
+				c.send(out) // gives the slot back once written
 			}
 			hooks.run()
 		}()
 	}
 	cancel()
-	// Wait for the answers in flight, so nothing outlives the connection.
-	for range cap(sem) {
-		sem <- struct{}{}
+	// Wait for the answers in flight and those not yet written (a writer
+	// that sees ctx end drops them), so nothing outlives the connection.
+	c.mu.Lock()
+	c.startWriter()
+	c.mu.Unlock()
+	for range cap(c.slots) {
+		c.slots <- struct{}{}
 	}
 	c.end(nil)
 	c.tick.Stop()
@@ -258,18 +310,102 @@ func (c *Conn) Serve(ctx context.Context, answer func(ctx context.Context, body 
 	_ = ws.CloseNow()
 }
 
+// waitRoom waits while PauseQueueBytes of messages wait to be written;
+// false when the connection ended meanwhile.
+func (c *Conn) waitRoom() bool {
+	for {
+		c.mu.Lock()
+		full := c.queueBytes >= c.limits.PauseQueueBytes && !c.closed
+		c.mu.Unlock()
+		if !full {
+			return true
+		}
+		if c.onPause != nil {
+			c.onPause()
+		}
+		select {
+		case <-c.room:
+		case <-c.done:
+			return false
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+}
+
+// readMessage reads one message of at most max bytes, counting it against
+// the connection's memory budget as it arrives; held is what it took.
+func (c *Conn) readMessage(rd io.Reader, max int64) (body []byte, held int64, err error) {
+	if c.limits.Memory == nil {
+		body, err = io.ReadAll(io.LimitReader(rd, max))
+		return body, 0, err
+	}
+	br := &budgetReader{r: io.LimitReader(rd, max), b: c.limits.Memory}
+	body, err = io.ReadAll(br)
+	if err != nil {
+		c.limits.Memory.Give(br.held)
+		return nil, 0, err
+	}
+	return body, br.held, nil
+}
+
+// budgetReader takes what it reads from a budget.
+type budgetReader struct {
+	r    io.Reader
+	b    *membudget.Budget
+	held int64
+}
+
+func (r *budgetReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		if terr := r.b.TakeErr(int64(n)); terr != nil {
+			return n, terr
+		}
+		r.held += int64(n)
+	}
+	return n, err
+}
+
+// refuseMessage answers a message the connection will not serve (too
+// large, or over the memory budget) with its error and closes with the
+// matching status; a read error that is neither just ends the loop.
+func (c *Conn) refuseMessage(ctx context.Context, err error) {
+	var limit *portico.LimitError
+	if !errors.As(err, &limit) {
+		return
+	}
+	e, _, _ := ErrorFor(err)
+	wctx, wcancel := context.WithTimeout(ctx, c.limits.WriteTimeout)
+	_ = c.ws.Write(wctx, websocket.MessageText, AppendError(nil, nil, e))
+	wcancel()
+	if limit.Limit == portico.LimitMemory {
+		c.Close(websocket.StatusTryAgainLater, ReasonBusy)
+		return
+	}
+	c.Close(websocket.StatusMessageTooBig, e.Message)
+}
+
+// Memory returns the connection's memory budget, or nil.
+func (c *Conn) Memory() *membudget.Budget { return c.limits.Memory }
+
 // touch records activity.
 func (c *Conn) touch() { c.lastActive.Store(time.Now().UnixNano()) }
 
-// send queues an answer. Answers are never refused for the queue's size:
-// they are bounded by MaxInFlight.
+// send queues an answer; its in-flight slot is given back once it is
+// written or dropped. Answers are never refused for the queue's size:
+// they are bounded by MaxInFlight and by the reads paused at
+// PauseQueueBytes. They are counted against the memory budget even past
+// it, since they exist already.
 func (c *Conn) send(msg []byte) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		<-c.slots
 		return
 	}
-	c.queue = append(c.queue, msg)
+	c.limits.Memory.Force(int64(len(msg)))
+	c.queue = append(c.queue, queued{msg: msg, answer: true})
 	c.queueBytes += int64(len(msg))
 	c.startWriter()
 	c.mu.Unlock()
@@ -277,24 +413,49 @@ func (c *Conn) send(msg []byte) {
 
 // Notify queues a notification without blocking. It reports false when
 // the connection has ended, or when the client has let MaxQueue
-// notifications (or MaxQueueBytes) pile up: then the connection closes
-// with status 1008 and ReasonSlowReader. msg must not be changed after.
+// notifications (or MaxQueueBytes) pile up, or has a backlog when a
+// memory budget refuses the notification: then the connection closes
+// with status 1008 and ReasonSlowReader, once the write in progress is
+// done. msg must not be changed after.
 func (c *Conn) Notify(msg []byte) bool {
+	n := int64(len(msg))
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return false
 	}
-	if len(c.queue) >= c.limits.MaxQueue || c.queueBytes+int64(len(msg)) > c.limits.MaxQueueBytes {
+	slow := len(c.queue) >= c.limits.MaxQueue || c.queueBytes+n > c.limits.MaxQueueBytes
+	if !slow && !c.limits.Memory.Take(n) {
+		if slow = c.queueBytes > slowFloor; !slow {
+			c.limits.Memory.Force(n)
+		}
+	}
+	if slow {
 		c.mu.Unlock()
 		c.Close(websocket.StatusPolicyViolation, ReasonSlowReader)
 		return false
 	}
-	c.queue = append(c.queue, msg)
-	c.queueBytes += int64(len(msg))
+	c.queue = append(c.queue, queued{msg: msg})
+	c.queueBytes += n
 	c.startWriter()
 	c.mu.Unlock()
 	return true
+}
+
+// dropQueue lets go of every message not yet written, giving back their
+// bytes and the slots of answers. c.mu is held.
+func (c *Conn) dropQueue() {
+	var n int64
+	for _, q := range c.queue {
+		n += int64(len(q.msg))
+		if q.answer {
+			<-c.slots
+		}
+	}
+	// A message being written is not in the queue: its writer gives it
+	// back when the write is done.
+	c.limits.Memory.Give(n)
+	c.queue, c.queueBytes = nil, c.queueBytes-n
 }
 
 // Queued returns how many messages wait to be written.
@@ -339,6 +500,8 @@ func (c *Conn) Close(code websocket.StatusCode, reason string) {
 
 // end marks the connection ended, starts closeWS (when not nil) and runs
 // the OnClose functions, once; it reports whether this call ended it.
+// closeWS starts at once, or, while a message is being written, when that
+// write is done.
 func (c *Conn) end(closeWS func()) bool {
 	c.mu.Lock()
 	if c.closed {
@@ -346,23 +509,31 @@ func (c *Conn) end(closeWS func()) bool {
 		return false
 	}
 	c.closed = true
+	now := closeWS
 	if closeWS != nil {
 		c.closing.Add(1) // under mu: ServeConn's end and Wait come after
+		if c.writing {
+			c.closeLater, now = closeWS, nil
+		}
 	}
 	funcs := c.onClose
-	c.onClose, c.queue, c.queueBytes = nil, nil, 0
+	c.onClose = nil
+	c.dropQueue()
 	c.mu.Unlock()
 	close(c.done)
-	if closeWS != nil {
-		go func() {
-			defer c.closing.Done()
-			closeWS()
-		}()
+	if now != nil {
+		go c.runClose(now)
 	}
 	for _, f := range funcs {
 		f()
 	}
 	return true
+}
+
+// runClose runs a close handshake started by end.
+func (c *Conn) runClose(closeWS func()) {
+	defer c.closing.Done()
+	closeWS()
 }
 
 // tickEvery is how often the idle check runs: often enough for a short
@@ -416,34 +587,54 @@ func (c *Conn) write(msg []byte) error {
 }
 
 // drain writes queued messages in order until the queue is empty, then
-// ends; startWriter starts it again for the next message.
+// ends; startWriter starts it again for the next message. When the
+// connection ends it drops what is left and starts the close handshake
+// that waited for its write.
 func (c *Conn) drain() {
 	defer c.writers.Done()
 	for {
 		c.mu.Lock()
 		if len(c.queue) == 0 || c.closed || c.ctx.Err() != nil {
-			// Serve is ending: what is left is not sent.
+			// Serve is ending, or the connection has: what is left is not
+			// sent.
+			c.dropQueue()
 			c.writing = false
+			closeWS := c.closeLater
+			c.closeLater = nil
 			c.mu.Unlock()
+			if closeWS != nil {
+				go c.runClose(closeWS)
+			}
 			return
 		}
-		msg := c.queue[0]
-		c.queue[0] = nil
+		q := c.queue[0]
+		c.queue[0] = queued{}
 		c.queue = c.queue[1:]
-		c.queueBytes -= int64(len(msg))
 		if len(c.queue) == 0 {
 			c.queue = nil // let a burst's backing array go
 		}
 		c.mu.Unlock()
-		err := c.write(msg)
+		err := c.write(q.msg)
+		c.mu.Lock()
+		// The message is given back only now: until written it is held.
+		c.queueBytes -= int64(len(q.msg))
+		c.limits.Memory.Give(int64(len(q.msg)))
+		if q.answer {
+			<-c.slots
+		}
+		room := c.queueBytes < c.limits.PauseQueueBytes
+		c.mu.Unlock()
+		if room {
+			select {
+			case c.room <- struct{}{}:
+			default:
+			}
+		}
 		if err != nil {
 			if c.ctx.Err() == nil {
 				c.Close(websocket.StatusPolicyViolation, "write failed or timed out after "+strconv.Itoa(int(c.limits.WriteTimeout/time.Millisecond))+"ms")
 			}
-			c.mu.Lock()
-			c.writing = false
-			c.mu.Unlock()
-			return
+			continue // the next round drops the rest and ends
 		}
 		c.touch()
 	}

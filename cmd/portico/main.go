@@ -15,6 +15,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/porticohq/portico/config"
+	"github.com/porticohq/portico/membudget"
 )
 
 // CLI is the command line of portico.
@@ -36,6 +37,16 @@ func main() {
 	// 17). GOGC, when set, wins.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(200)
+	}
+	// With GOGC at 200 the heap may grow to three times what is live; a
+	// soft limit at half the machine's (or container's) memory makes the
+	// collector work harder before that matters, so that the memory budget
+	// (limits.memory_bytes, an eighth by default) bounds the process's
+	// size too. GOMEMLIMIT, when set, wins.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		if m := membudget.SystemMemory(); m > 0 {
+			debug.SetMemoryLimit(m / membudget.RuntimeLimitShare)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

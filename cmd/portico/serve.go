@@ -241,6 +241,7 @@ func (m *Main) Run(ctx context.Context) error {
 			MaxNotificationQueue: l.MaxNotificationQueue,
 			ReadTimeout:          l.ReadTimeout, WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout,
 			WSIdleTimeout: l.WSIdleTimeout,
+			MemoryBytes:   l.MemoryBytes, KeyMemoryBytes: l.KeyMemoryBytes, ConnectionMemoryBytes: l.ConnectionMemoryBytes,
 		},
 	})
 
