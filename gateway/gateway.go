@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -157,8 +156,7 @@ type Gateway struct {
 	meter   Meter
 	log     *slog.Logger
 	obs     observer
-	conns   atomic.Int64 // open TCP connections over all listeners
-	addrs   addrCounts[netip.Addr]
+	slots   slots // open TCP connections over all listeners, per client
 	wsConns atomic.Int64
 	wsKeys  addrCounts[string] // WebSocket connections per key name
 	mem     *membudget.Budget  // the process's memory budget
@@ -183,6 +181,7 @@ func New(cfg Config) *Gateway {
 		log:     cfg.Logger,
 		sockets: map[*jsonrpc.Conn]struct{}{},
 	}
+	g.slots.max, g.slots.perClient = cfg.Limits.MaxConnections, cfg.Limits.MaxConnectionsPerIP
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -268,6 +267,9 @@ func (g *Gateway) NewServer(h fasthttp.RequestHandler) *fasthttp.Server {
 		// A WebSocket upgrade takes its connection over for good: the
 		// gateway closes it (see wsHandler).
 		KeepHijackedConns: true,
+		// Which connections are idle, for the choice of one to close
+		// when every slot is taken (see slots).
+		ConnState: connState,
 	}
 }
 

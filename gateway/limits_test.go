@@ -1,8 +1,11 @@
 package gateway_test
 
 import (
+	"errors"
+	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,4 +85,73 @@ func TestWebSocketsPerKey(t *testing.T) {
 		t.Fatalf("another key: %v", err)
 	}
 	c.Close(websocket.StatusNormalClosure, "")
+}
+
+// TestConnectionSlotsAreFair: nine client addresses that fill every slot
+// with idle connections leave room for a tenth: an idle connection of
+// the largest holder is closed to make it, and the tenth is served.
+func TestConnectionSlotsAreFair(t *testing.T) {
+	const perAddr, addrs = 10, 9
+	e := newEnv(t, options{limits: func(l *gateway.Limits) {
+		l.MaxConnections, l.MaxConnectionsPerIP = perAddr*addrs, perAddr
+	}})
+	target := strings.TrimPrefix(e.srv.URL, "http://")
+	dialFrom := func(n int) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(n))}, Timeout: 5 * time.Second}
+		return d.Dial("tcp", target)
+	}
+	var held []net.Conn
+	t.Cleanup(func() {
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	for a := 1; a <= addrs; a++ {
+		for i := range perAddr {
+			c, err := dialFrom(10 + a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+			if i%2 == 0 {
+				// Half of them served a request and are kept alive; the
+				// others sent nothing yet.
+				if _, err := c.Write([]byte("POST /v3/" + testKey + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 47\r\n\r\n" + `{"jsonrpc":"2.0","id":1,"method":"real_echo"}` + "\r\n")); err != nil {
+					t.Fatal(err)
+				}
+				c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				buf := make([]byte, 4096)
+				if n, err := c.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 200") {
+					t.Fatalf("address %d: %q %v", a, buf[:n], err)
+				}
+			}
+		}
+	}
+	// Every slot is taken; a tenth address is served all the same.
+	tenth, err := dialFrom(10 + addrs + 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tenth.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"real_echo","params":[1]}`
+	if _, err := tenth.Write([]byte("POST /v3/" + testKey + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)); err != nil {
+		t.Fatal(err)
+	}
+	tenth.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 4096)
+	n, err := tenth.Read(buf)
+	if got := string(buf[:n]); err != nil || !strings.HasPrefix(got, "HTTP/1.1 200") || !strings.Contains(got, `"result":[1]`) {
+		t.Fatalf("the tenth address: %q %v", got, err)
+	}
+	// Exactly one of the others lost a connection: it reads EOF.
+	closed := 0
+	for _, c := range held {
+		c.SetReadDeadline(time.Now().Add(5 * time.Millisecond)) // a closed one has its EOF waiting
+		if _, err := c.Read(buf); errors.Is(err, io.EOF) {
+			closed++
+		}
+	}
+	if closed != 1 {
+		t.Errorf("%d connections of the nine addresses were closed, want 1", closed)
+	}
 }
