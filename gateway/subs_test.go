@@ -37,7 +37,11 @@ type fakeChain struct {
 	pad     string // makes headers as large as a test wants
 	waiters []chan uint64
 	stop    chan struct{}
+	halted  sync.Once
 }
+
+// halt stops the chain from growing.
+func (c *fakeChain) halt() { c.halted.Do(func() { close(c.stop) }) }
 
 func newFakeChain(t *testing.T, period time.Duration, pad int) *fakeChain {
 	c := &fakeChain{head: 100, pad: strings.Repeat("0", pad), stop: make(chan struct{})}
@@ -60,7 +64,7 @@ func newFakeChain(t *testing.T, period time.Duration, pad int) *fakeChain {
 			}
 		}
 	}()
-	t.Cleanup(func() { close(c.stop) })
+	t.Cleanup(c.halt)
 	return c
 }
 

@@ -1,0 +1,182 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/porticohq/portico/gateway"
+)
+
+// rss is this process's resident memory (VmRSS), as the subscription
+// benchmark reads Portico's.
+func rss(t *testing.T) int64 {
+	t.Helper()
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		t.Fatalf("RSS: %v", err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
+
+// peakRSS samples RSS until stop is called, which returns the largest
+// growth over the RSS at the start (taken after a collection, so that
+// earlier tests' garbage does not count).
+func peakRSS(t *testing.T) (stop func() int64) {
+	t.Helper()
+	runtime.GC()
+	debug.FreeOSMemory()
+	base := rss(t)
+	var peak atomic.Int64
+	peak.Store(base)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if r := rss(t); r > peak.Load() {
+					peak.Store(r)
+				}
+			}
+		}
+	})
+	return func() int64 {
+		close(done)
+		wg.Wait()
+		if r := rss(t); r > peak.Load() {
+			peak.Store(r)
+		}
+		return peak.Load() - base
+	}
+}
+
+// TestNonReadingCallerBounded: a WebSocket client that sends calls with
+// 128 KB answers as fast as it can for 5 s and never reads them does not
+// grow the gateway: reading its socket stops once 4 MiB of answers wait
+// for it, and at most 64 more are in flight. Before, every answer was
+// queued (3.7 GB in 4.9 s in the security review).
+func TestNonReadingCallerBounded(t *testing.T) {
+	e := newEnv(t, options{limits: func(l *gateway.Limits) { l.MaxWSMessageBytes = 1 << 20 }})
+	block := []byte(`"` + strings.Repeat("f", 128<<10) + `"`)
+	e.node.setReply(func(w http.ResponseWriter, req map[string]jsontext.Value) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req["id"]) + `,"result":`))
+		w.Write(block)
+		w.Write([]byte(`}`))
+	})
+	c, _, err := dialWS(t, e, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := peakRSS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	sent := 0
+	for ctx.Err() == nil {
+		if err := c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":`+strconv.Itoa(sent)+`,"method":"real_echo"}`)); err != nil {
+			break
+		}
+		sent++
+	}
+	growth := stop()
+	calls := e.node.calls.Load()
+	// 64 answers in flight and 4 MiB queued are 12 MiB; the node's
+	// connections, the runtime's headroom and the socket buffers the rest.
+	const bound = 128 << 20
+	if growth > bound {
+		t.Errorf("RSS grew %d MB for a client that does not read (bound %d MB)", growth>>20, bound>>20)
+	}
+	if calls > 1000 {
+		t.Errorf("the node was asked %d times for a client that read none of the answers", calls)
+	}
+	t.Logf("client sent %d calls in 5 s, the node answered %d, RSS grew %d MB", sent, calls, growth>>20)
+}
+
+// TestNonReadingSubscribersBounded: 100 subscribers that never read, all
+// under one key, cannot make the gateway hold more than the key's memory
+// budget: the ones with a backlog are cut off with 1008 once it is spent.
+// Before, each could hold 16 MiB (1.6 GB for 100; 2 GB of RSS in the
+// security review).
+func TestNonReadingSubscribersBounded(t *testing.T) {
+	chain := newFakeChain(t, 5*time.Millisecond, 32<<10)
+	n := newFakeWSNode(t, chain)
+	const keyBudget = 32 << 20
+	gw, url := subsEnv(t, func(l *gateway.Limits) {
+		l.KeyMemoryBytes = keyBudget
+		l.MaxNotificationQueue = 1 << 20
+	}, n)
+	const clients = 100
+	conns := make([]*websocket.Conn, clients)
+	for i := range conns {
+		conns[i] = subscribeHeads(t, url)
+	}
+	stop := peakRSS(t)
+	// Two seconds of heads, 6 MB/s for each client: the budget fills and
+	// the clients with a backlog are cut off as it does.
+	var most int64
+	for range 200 {
+		time.Sleep(10 * time.Millisecond) // sampling while time passes, not waiting on an event
+		most = max(most, gw.Memory().Used())
+	}
+	if slack := int64(clients * (64<<10 + 40<<10)); most > keyBudget+slack {
+		t.Errorf("the process held %d bytes at most, key budget %d", most, keyBudget)
+	}
+	// Then the chain stops and the gateway shuts down: a client that was
+	// cut off reads 1008 at the end of what reached it, the others 1001.
+	chain.halt()
+	closed := make(chan struct{})
+	go func() { gw.Close(); close(closed) }()
+	var wg sync.WaitGroup
+	var cut atomic.Int64
+	for _, c := range conns {
+		wg.Go(func() {
+			var err error
+			for err == nil {
+				_, _, err = c.Read(context.Background())
+			}
+			if websocket.CloseStatus(err) == websocket.StatusPolicyViolation {
+				cut.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	<-closed
+	if cut.Load() == 0 {
+		t.Error("no subscriber was cut off")
+	}
+	growth := stop()
+	const bound = 256 << 20
+	if growth > bound {
+		t.Errorf("RSS grew %d MB for %d subscribers that do not read (key budget %d MB, bound %d MB)", growth>>20, clients, keyBudget>>20, bound>>20)
+	}
+	t.Logf("RSS grew %d MB; the process's budget held %d bytes at most; %d of %d subscribers cut off in 2 s", growth>>20, most, cut.Load(), clients)
+}
