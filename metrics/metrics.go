@@ -11,6 +11,7 @@
 package metrics
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -99,6 +100,19 @@ func New() *Metrics {
 		m.wsConns, m.subs, m.notifications, m.meteringErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// WatchMemory exports the process's memory budget: what clients and nodes
+// make it hold now (used) and its bound (limit), read when Prometheus
+// scrapes.
+func (m *Metrics) WatchMemory(used, limit func() int64) error {
+	return errors.Join(
+		m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "portico_memory_budget_used_bytes",
+			Help: "Bytes that clients and nodes make the process hold: answers and notifications waiting to be written, batches being assembled, node answers being read."},
+			func() float64 { return float64(used()) })),
+		m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "portico_memory_budget_limit_bytes",
+			Help: "The process's memory budget (limits.memory_bytes)."},
+			func() float64 { return float64(limit()) })))
 }
 
 // Register adds a collector to the registry.

@@ -23,6 +23,9 @@ func exported(t *testing.T) map[string]string {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if err := m.WatchMemory(func() int64 { return 1 }, func() int64 { return 2 }); err != nil {
+		t.Fatal(err)
+	}
 	m.Call("evm", "eth_call", "eth_call", metrics.OutcomeOK, 0, 0.001)
 	m.Upstream("evm", "a", 0.001, true)
 	m.Cache("evm", "eth_call", true)

@@ -249,6 +249,9 @@ func (m *Main) Run(ctx context.Context) error {
 		if err := m.metrics.WatchNodes(m.nodeStates); err != nil {
 			return err
 		}
+		if err := m.metrics.WatchMemory(m.gw.Memory().Used, m.gw.Memory().Limit); err != nil {
+			return err
+		}
 	}
 	handler := m.opsRoutes(m.gw.Handler())
 	var dash *dashboardLinks // the dashboard's endpoint URLs, once known
