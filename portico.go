@@ -153,11 +153,23 @@ const (
 
 // Heads are a node's view of its chain: the numbers (slots) of its newest
 // block and of its newest safe and finalized ones (0 when the node does not
-// say), and the hash of the newest, which reveals a reorg.
+// say), and the header of the block the chain view follows, which links it
+// by hash: the newest block, or on the slot chain the newest confirmed one
+// (processed blocks there may yet be skipped). A family whose blocks have
+// no hash to follow leaves Head zero.
 type Heads struct {
 	Latest, Safe, Finalized uint64
-	// Hash is the newest block's hash, when the family has one to give.
-	Hash string
+	Head                    Header
+}
+
+// Header is a block's place in its chain: what the chain view links by
+// hash. ParentNumber is Number-1 except on the slot chain, whose skipped
+// slots leave gaps.
+type Header struct {
+	Number       uint64
+	Hash         string
+	Parent       string
+	ParentNumber uint64
 }
 
 // Head names one of a chain's heads.
@@ -199,10 +211,12 @@ type Chain struct {
 	Identity func(ctx context.Context, node Caller) (string, error)
 	// Heads returns the node's heads.
 	Heads func(ctx context.Context, node Caller) (Heads, error)
-	// BlockHash returns the hash of block n on the node's chain, to find
-	// how deep a reorg went; nil when the family keeps no cache that a
-	// reorg could make wrong.
-	BlockHash func(ctx context.Context, node Caller, n uint64) (string, error)
+	// Header returns the header of the block with hash (whose number is
+	// number) from a node, for the chain view to link a new head to the
+	// chain it follows; nil when the family's blocks have no hashes to
+	// follow. A family that can ask by hash does (a node may have another
+	// block at that number).
+	Header func(ctx context.Context, node Caller, number uint64, hash string) (Header, error)
 	// Tags maps each block tag a call may name to the head it resolves to
 	// (EVM latest, safe, finalized; the slot chain's commitments; the
 	// rollup's latest and l1_accepted). Tags not listed (pending,

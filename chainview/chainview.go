@@ -18,18 +18,12 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/porticohq/portico"
 )
 
 // Header is one block of the chain as the view keeps it.
-type Header struct {
-	Number uint64
-	Hash   string
-	// Parent is the parent block's hash and ParentNumber its number: the
-	// number before, except on the slot chain, whose skipped slots leave
-	// gaps.
-	Parent       string
-	ParentNumber uint64
-}
+type Header = portico.Header
 
 // Switch is a change of the served chain: the blocks after Ancestor on the
 // old chain (Dropped, oldest first) gave way to Added (oldest first). A

@@ -8,6 +8,7 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/chainview"
 )
 
 // Cache holds answers that a family's params rule says may be cached
@@ -42,7 +43,7 @@ type netIndex struct {
 	unfinal map[uint64][]string
 	n       int // keys in unfinal
 	perHead []string
-	head    uint64 // the head perHead entries are about
+	head    string // the hash of the head perHead entries are about
 }
 
 // maxUnfinalKeys bounds the index of unfinalized entries per network; an
@@ -103,32 +104,37 @@ func (c *Cache) setFinal(ctx context.Context, key string, result []byte) {
 	}
 }
 
-// setUnfinal stores an answer about block n, not yet final: a reorg from
-// n or below drops it.
-func (c *Cache) setUnfinal(network string, n uint64, key string, result []byte) {
+// setUnfinal stores an answer about block n, not yet final, that was
+// answered at the block with hash: only if that block is still on the
+// served chain (onChain), so that a reorg that happened while the call
+// was on its way cannot leave a wrong answer; a later reorg that drops
+// block n drops it. Both happen under the index's lock, with the entry
+// written there too, so a reorg's drop and a store never interleave.
+func (c *Cache) setUnfinal(network string, n uint64, hash string, onChain func(string) bool, key string, result []byte) {
+	v := append([]byte(nil), result...)
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	ix := c.index(network)
-	if ix.n >= maxUnfinalKeys {
-		c.mu.Unlock()
+	if ix.n >= maxUnfinalKeys || hash == "" || !onChain(hash) {
 		return
 	}
 	ix.unfinal[n] = append(ix.unfinal[n], key)
 	ix.n++
-	c.mu.Unlock()
-	c.c.Set(key, append([]byte(nil), result...))
+	c.c.Set(key, v)
 }
 
-// setPerHead stores an answer about head: the next head drops it.
-func (c *Cache) setPerHead(network string, head uint64, key string, result []byte) {
+// setPerHead stores an answer about the head with hash: the next head
+// drops it.
+func (c *Cache) setPerHead(network string, hash string, key string, result []byte) {
+	v := append([]byte(nil), result...)
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	ix := c.index(network)
-	if head != ix.head || len(ix.perHead) >= maxUnfinalKeys {
-		c.mu.Unlock()
+	if hash == "" || hash != ix.head || len(ix.perHead) >= maxUnfinalKeys {
 		return // a head has passed meanwhile, or the burst is too large
 	}
 	ix.perHead = append(ix.perHead, key)
-	c.mu.Unlock()
-	c.c.Set(key, append([]byte(nil), result...))
+	c.c.Set(key, v)
 }
 
 func (c *Cache) index(network string) *netIndex {
@@ -144,10 +150,13 @@ func (c *Cache) index(network string) *netIndex {
 // answers about blocks now final stay for good (they leave the index).
 func (c *Cache) heads(network string, h portico.Heads) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	ix := c.index(network)
-	var drop []string
-	if h.Latest != ix.head {
-		drop, ix.perHead, ix.head = ix.perHead, nil, h.Latest
+	if h.Head.Hash != ix.head {
+		for _, k := range ix.perHead {
+			c.c.Invalidate(k)
+		}
+		ix.perHead, ix.head = nil, h.Head.Hash
 	}
 	for n, keys := range ix.unfinal {
 		if n <= h.Finalized {
@@ -155,31 +164,31 @@ func (c *Cache) heads(network string, h portico.Heads) {
 			delete(ix.unfinal, n)
 		}
 	}
-	c.mu.Unlock()
-	for _, k := range drop {
-		c.c.Invalidate(k)
-	}
 }
 
-// reorg drops a network's answers about blocks from on, which the chain
-// replaced.
-func (c *Cache) reorg(network string, from uint64) {
+// switched follows a switch of a network's served chain: a reorg drops
+// every answer about a block above the common ancestor at once, a reset
+// every answer about a block not final.
+func (c *Cache) switched(network string, sw chainview.Switch) {
+	if !sw.Reorg() && !sw.Reset {
+		return
+	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	ix := c.index(network)
-	var drop []string
 	for n, keys := range ix.unfinal {
-		if n >= from {
-			drop = append(drop, keys...)
+		if sw.Reset || n > sw.Ancestor.Number {
+			for _, k := range keys {
+				c.c.Invalidate(k)
+			}
 			ix.n -= len(keys)
 			delete(ix.unfinal, n)
 		}
 	}
-	drop = append(drop, ix.perHead...)
-	ix.perHead = nil
-	c.mu.Unlock()
-	for _, k := range drop {
+	for _, k := range ix.perHead {
 		c.c.Invalidate(k)
 	}
+	ix.perHead = nil
 }
 
 // Close stops the cache's background work.

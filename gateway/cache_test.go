@@ -78,6 +78,20 @@ func (n *chainNode) hashOf(b uint64) string {
 	return fmt.Sprintf("0x%064x", b*1000)
 }
 
+// blockOf finds the block whose hash is in params, on the node's current
+// fork.
+func (n *chainNode) blockOf(params string) (uint64, bool) {
+	i := strings.Index(params, "0x")
+	if i < 0 || len(params) < i+66 {
+		return 0, false
+	}
+	hash := params[i : i+66]
+	var v uint64
+	fmt.Sscanf(hash, "0x%x", &v)
+	b := v / 1000
+	return b, n.hashOf(b) == hash
+}
+
 // evmNode answers the EVM tracking calls from its heads, and echoes every
 // other call.
 func evmNode(n *chainNode, method, params string) string {
@@ -99,7 +113,13 @@ func evmNode(n *chainNode, method, params string) string {
 		default:
 			fmt.Sscanf(p[0].(string), "0x%x", &b)
 		}
-		return fmt.Sprintf(`{"number":"0x%x","hash":%q}`, b, n.hashOf(b))
+		return fmt.Sprintf(`{"number":"0x%x","hash":%q,"parentHash":%q}`, b, n.hashOf(b), n.hashOf(b-1))
+	case method == "eth_getBlockByHash" && strings.HasSuffix(params, "false]"):
+		b, ok := n.blockOf(params)
+		if !ok {
+			return "null"
+		}
+		return fmt.Sprintf(`{"number":"0x%x","hash":%q,"parentHash":%q}`, b, n.hashOf(b), n.hashOf(b-1))
 	case method == "eth_getTransactionReceipt" && strings.Contains(params, "aaaa"):
 		return `{"blockNumber":"0x5","status":"0x1"}` // a final block
 	case method == "eth_getTransactionReceipt" && strings.Contains(params, "bbbb"):
@@ -320,15 +340,23 @@ func TestCacheStarknet(t *testing.T) {
 		case "starknet_blockHashAndNumber":
 			return fmt.Sprintf(`{"block_hash":%q,"block_number":%d}`, n.hashOf(h.Latest), h.Latest)
 		case "starknet_getBlockWithTxHashes":
-			if strings.Contains(params, "l1_accepted") {
-				return fmt.Sprintf(`{"block_hash":%q,"block_number":%d}`, n.hashOf(h.Finalized), h.Finalized)
-			}
 			var b uint64
-			fmt.Sscanf(params[strings.Index(params, ":")+1:], "%d", &b)
-			if i := strings.Index(params, `"block_number":`); i >= 0 {
-				fmt.Sscanf(params[i+len(`"block_number":`):], "%d", &b)
+			switch {
+			case strings.Contains(params, "l1_accepted"):
+				b = h.Finalized
+			case strings.Contains(params, "latest"):
+				b = h.Latest
+			case strings.Contains(params, "block_hash"):
+				var ok bool
+				if b, ok = n.blockOf(params); !ok {
+					return "null"
+				}
+			default:
+				if i := strings.Index(params, `"block_number":`); i >= 0 {
+					fmt.Sscanf(params[i+len(`"block_number":`):], "%d", &b)
+				}
 			}
-			return fmt.Sprintf(`{"block_hash":%q,"block_number":%d}`, n.hashOf(b), b)
+			return fmt.Sprintf(`{"block_hash":%q,"parent_hash":%q,"block_number":%d}`, n.hashOf(b), n.hashOf(b-1), b)
 		case "starknet_getTransactionReceipt":
 			return `{"block_number":3,"finality_status":"ACCEPTED_ON_L1"}`
 		}

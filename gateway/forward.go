@@ -50,16 +50,24 @@ func (g *Gateway) forward(ctx context.Context, rq request, p prepared, frame []b
 		policy = portico.NotCacheable
 	}
 	var key string
+	// at is the hash of the block an answer that is not final is about,
+	// as the served chain has it when the call leaves: the answer is kept
+	// only if that block is still on the chain when it comes back.
+	var at string
 	switch policy {
 	case portico.Immutable, portico.FinalResult:
 		key = cacheKey(net.Name, m.Name, req.Params, 0)
 	case portico.ByBlock:
 		if req.Block.Kind == portico.BlockNumber {
 			key = cacheKey(net.Name, m.Name, req.Params, 0)
+			if req.Block.Number > heads.Finalized {
+				at, _ = net.Upstream.View().Canonical(req.Block.Number)
+			}
 		}
 	case portico.PerHead:
-		if fresh && heads.Latest > 0 {
+		if fresh && heads.Latest > 0 && heads.Head.Hash != "" {
 			key = cacheKey(net.Name, m.Name, req.Params, heads.Latest)
+			at = heads.Head.Hash
 		}
 	}
 	state := cacheNone
@@ -124,7 +132,7 @@ func (g *Gateway) forward(ctx context.Context, rq request, p prepared, frame []b
 	repinned := req.Repinned != nil && *req.Repinned
 	if key != "" && len(res) > 0 && res.Kind() != 'n' && !repinned {
 		// A null (a transaction or block not there yet) may still change.
-		g.store(ctx, net.Name, key, policy, params, req.Block, heads, res)
+		g.store(ctx, net, key, at, policy, params, req.Block, heads, res)
 	}
 	if frame != nil {
 		return outcome{result: res, framed: full, cache: state}
@@ -134,7 +142,7 @@ func (g *Gateway) forward(ctx context.Context, rq request, p prepared, frame []b
 
 // store keeps an answer as long as the family's rule allows, judged
 // against the heads the call was made at.
-func (g *Gateway) store(ctx context.Context, network, key string, policy portico.Cacheability, params portico.Params, block portico.Block, heads portico.Heads, res jsontext.Value) {
+func (g *Gateway) store(ctx context.Context, net *Network, key, at string, policy portico.Cacheability, params portico.Params, block portico.Block, heads portico.Heads, res jsontext.Value) {
 	switch policy {
 	case portico.Immutable:
 		g.cache.setFinal(ctx, key, res)
@@ -142,10 +150,10 @@ func (g *Gateway) store(ctx context.Context, network, key string, policy portico
 		if block.Number <= heads.Finalized {
 			g.cache.setFinal(ctx, key, res)
 		} else {
-			g.cache.setUnfinal(network, block.Number, key, res)
+			g.cache.setUnfinal(net.Name, block.Number, at, net.Upstream.View().OnChain, key, res)
 		}
 	case portico.PerHead:
-		g.cache.setPerHead(network, heads.Latest, key, res)
+		g.cache.setPerHead(net.Name, at, key, res)
 	case portico.FinalResult:
 		if params.ResultBlock == nil {
 			return

@@ -23,6 +23,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/chainview"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/membudget"
 	"github.com/porticohq/portico/metering"
@@ -43,10 +44,12 @@ type Upstream interface {
 	// HeadsFresh returns the network's tracked heads, and whether they
 	// are fresh enough to answer from.
 	HeadsFresh() (portico.Heads, bool)
-	// OnHeads and OnReorg register the cache's and the subscriptions'
-	// listeners.
+	// OnHeads registers the cache's and the subscriptions' listeners of
+	// new heads.
 	OnHeads(func(portico.Heads)) (stop func())
-	OnReorg(func(from uint64))
+	// View is the network's chain view: the served chain by hash, whose
+	// switches (reorgs) the cache and subscriptions follow.
+	View() *chainview.View
 	// Subscribe opens a subscription on a node that can hold one.
 	Subscribe(ctx context.Context, req upstream.SubRequest, notify func(method string, result jsontext.Value), ended func(error)) (cancel func(), node string, err error)
 	// CanSubscribe reports whether any node can hold subscriptions.
@@ -207,7 +210,7 @@ func New(cfg Config) *Gateway {
 		if g.cache != nil {
 			name, c := n.Name, g.cache
 			n.Upstream.OnHeads(func(h portico.Heads) { c.heads(name, h) })
-			n.Upstream.OnReorg(func(from uint64) { c.reorg(name, from) })
+			n.Upstream.View().OnSwitch(func(sw chainview.Switch) { c.switched(name, sw) })
 			if h, ok := n.Upstream.HeadsFresh(); ok {
 				c.heads(name, h)
 			}

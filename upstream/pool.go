@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/chainview"
 	"github.com/porticohq/portico/jsonrpc"
 )
 
@@ -43,6 +44,9 @@ type PoolConfig struct {
 	// MaxLag is how far behind the best head a node may be and still get
 	// calls about the newest blocks; 0 means the family's default.
 	MaxLag uint64
+	// ViewDepth is how many headers the network's chain view keeps (back
+	// to the finalized block, at most this many); 0 means 256.
+	ViewDepth int
 	// Hedge configures hedged reads.
 	Hedge Hedge
 	// Logger receives failover, head and chain events; nil discards them.
@@ -123,13 +127,15 @@ type Pool struct {
 	observe func(node string, took time.Duration, failed bool)
 	tracer  trace.Tracer
 
+	view    *chainview.View // the served chain, by hash
+	leader  *member         // the node whose head the view follows
+	leading sync.Mutex      // guards leader; held by follow alone
+
 	mu           sync.Mutex
 	heads        portico.Heads // the network's: the best of its nodes
 	headsAt      time.Time
-	known        map[uint64]string // recent block hashes of the served chain
 	onHeads      []headListener
 	nextListener int
-	onReorg      []func(from uint64)
 	cancel       context.CancelFunc
 	done         chan struct{}
 	closeOnce    sync.Once
@@ -140,8 +146,13 @@ func NewPool(cfg PoolConfig) *Pool {
 	p := &Pool{
 		network: cfg.Network, timeout: cfg.Timeout, attempt: cfg.AttemptTimeout, chain: cfg.Chain,
 		chainID: cfg.ChainID, poll: cfg.PollInterval, maxLag: cfg.MaxLag, hedge: cfg.Hedge,
-		log: cfg.Logger, now: cfg.Now, known: map[uint64]string{}, observe: cfg.OnAttempt, tracer: cfg.Tracer,
+		log: cfg.Logger, now: cfg.Now, observe: cfg.OnAttempt, tracer: cfg.Tracer,
 	}
+	depth := cfg.ViewDepth
+	if depth <= 0 {
+		depth = 256
+	}
+	p.view = chainview.New(depth)
 	if p.timeout <= 0 {
 		p.timeout = 20 * time.Second
 	}

@@ -10,23 +10,20 @@ import (
 	"time"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/chainview"
 )
 
 // This file is head tracking: each node's heads and chain, read through
 // the family's Chain hooks every PollInterval; the network's heads (the
-// best of its nodes'), which tags are resolved against; and reorgs of the
-// served chain, which the cache listens for. It is the one source of
-// truth about nodes: routing, the cache's finality rules and operators all
-// read it.
+// best of its nodes'), which tags are resolved against; and the chain
+// view, which follows the head of the node that leads by hash and finds
+// reorgs by parent links. It is the one source of truth about nodes and
+// the chain: routing, the cache, subscriptions and operators all read it.
 
 // identityEvery is how many polls pass between identity checks of a node
 // whose chain is known; a node that comes back after a restart may have
 // been pointed elsewhere.
 const identityEvery = 30
-
-// knownDepth is how many recent block hashes of the served chain are kept
-// to find how deep a reorg went.
-const knownDepth = 256
 
 // Start reads every node's chain and heads once, so that a node on the
 // wrong chain is refused before the first call and tags resolve from the
@@ -193,45 +190,41 @@ func (p *Pool) checkChains() {
 
 // updateHeads sets the network's heads to the best of the nodes that are
 // on its chain and not benched (finalized never goes back), read when the
-// newest of theirs was, finds reorgs of the served chain, and tells the
-// listeners.
+// newest of theirs was, has the chain view follow the leading node's head
+// (which finds reorgs), and tells the listeners.
 func (p *Pool) updateHeads(ctx context.Context) {
 	now := p.now()
 	var best portico.Heads
-	var bestNode *member
 	var readAt time.Time
+	var eligible []*member
 	for _, m := range p.members {
 		h, at, wrong := m.chainState()
 		benched, _, _ := m.state(now)
 		if at.IsZero() || wrong || benched {
 			continue
 		}
-		if bestNode == nil || h.Latest > best.Latest {
-			best.Latest, best.Hash, bestNode = h.Latest, h.Hash, m
-		}
+		eligible = append(eligible, m)
+		best.Latest = max(best.Latest, h.Latest)
 		best.Safe = max(best.Safe, h.Safe)
 		best.Finalized = max(best.Finalized, h.Finalized)
 		if at.After(readAt) {
 			readAt = at
 		}
 	}
-	if bestNode == nil {
+	if len(eligible) == 0 {
 		return
+	}
+	p.followLeader(ctx, eligible, best)
+	if head, ok := p.view.Head(); ok {
+		best.Head = head
 	}
 	p.mu.Lock()
 	prev := p.heads
 	best.Finalized = max(best.Finalized, prev.Finalized)
 	best.Safe = max(best.Safe, prev.Safe)
 	p.heads, p.headsAt = best, readAt
-	onHeads, onReorg := p.onHeads, p.onReorg
+	onHeads := p.onHeads
 	p.mu.Unlock()
-
-	if from, ok := p.findReorg(ctx, bestNode, prev, best); ok {
-		p.log.Warn("reorg", "network", p.network, "from", from, "head", best.Latest)
-		for _, f := range onReorg {
-			f(from)
-		}
-	}
 	if best != prev {
 		for _, l := range onHeads {
 			l.f(best)
@@ -239,69 +232,55 @@ func (p *Pool) updateHeads(ctx context.Context) {
 	}
 }
 
-// findReorg checks that the served chain's previous head is still on the
-// best node's chain; when it is not, it walks back to the first block that
-// differs. It needs the family's BlockHash hook and block hashes.
-func (p *Pool) findReorg(ctx context.Context, node *member, prev, cur portico.Heads) (from uint64, reorg bool) {
-	if p.chain.BlockHash == nil || cur.Hash == "" {
-		return 0, false
+// followLeader has the chain view follow the head of the leading node:
+// the one with the highest head block, the current leader on a tie, so
+// that the view does not swing between nodes that agree on the height but
+// not on the block. A reorg at the same height on the leader (anvil_reorg,
+// a node that switched branch) is followed like any new head. The view
+// fetches missing parents from the leader itself.
+func (p *Pool) followLeader(ctx context.Context, eligible []*member, best portico.Heads) {
+	if p.chain.Header == nil {
+		return
 	}
-	p.mu.Lock()
-	known := p.known
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		p.known[cur.Latest] = cur.Hash
-		for n := range p.known {
-			if n+knownDepth < cur.Latest {
-				delete(p.known, n)
-			}
+	p.leading.Lock()
+	defer p.leading.Unlock()
+	var lead *member
+	var head portico.Header
+	for _, m := range eligible {
+		h, _, _ := m.chainState()
+		if h.Head.Hash == "" {
+			continue
 		}
-		p.mu.Unlock()
-	}()
-	if prev.Hash == "" || (prev.Latest == cur.Latest && prev.Hash == cur.Hash) {
-		return 0, false
-	}
-	check := func(n uint64) (same bool, ok bool) {
-		p.mu.Lock()
-		want, have := known[n]
-		p.mu.Unlock()
-		if !have {
-			return true, false
-		}
-		got := cur.Hash
-		if n != cur.Latest {
-			h, err := p.chain.BlockHash(ctx, node.Node, n)
-			if err != nil || h == "" {
-				return true, false
-			}
-			got = h
-		}
-		return got == want, true
-	}
-	same, ok := check(min(prev.Latest, cur.Latest))
-	if !ok || same {
-		return 0, false
-	}
-	// Walk back to the newest block both chains share, no deeper than
-	// finalized blocks, which do not reorg.
-	from = min(prev.Latest, cur.Latest)
-	for n := from; n > 0 && n > cur.Finalized && from-n < knownDepth; n-- {
-		same, ok := check(n - 1)
-		if !ok || same {
-			break
-		}
-		from = n - 1
-	}
-	p.mu.Lock()
-	for n := range p.known {
-		if n >= from {
-			delete(p.known, n)
+		if lead == nil || h.Head.Number > head.Number || (h.Head.Number == head.Number && m == p.leader) {
+			lead, head = m, h.Head
 		}
 	}
-	p.mu.Unlock()
-	return from, true
+	if lead == nil {
+		return
+	}
+	if lead != p.leader {
+		p.log.Debug("chain view follows another node", "network", p.network, "upstream", lead.Name, "head", head.Number)
+		p.leader = lead
+	}
+	sw, err := p.view.Follow(ctx, head, func(ctx context.Context, n uint64, hash string) (portico.Header, error) {
+		return p.chain.Header(ctx, lead.Node, n, hash)
+	})
+	switch {
+	case errors.Is(err, chainview.ErrBelowFinal):
+		p.log.Error("a node's head leaves the chain below its finalized block: not followed", "network", p.network, "upstream", lead.Name, "head", head.Number, "hash", head.Hash)
+		p.leader = nil
+	case err != nil:
+		p.log.Warn("chain view: the head could not be linked this round", "network", p.network, "upstream", lead.Name, "head", head.Number, "err", err)
+	case sw.Reorg():
+		p.log.Warn("reorg", "network", p.network, "ancestor", sw.Ancestor.Number, "dropped", len(sw.Dropped), "added", len(sw.Added), "head", head.Number, "upstream", lead.Name)
+	case sw.Reset && len(sw.Dropped) > 0:
+		p.log.Warn("chain view reset: the new head is too far ahead to link", "network", p.network, "head", head.Number, "upstream", lead.Name)
+	}
+	p.view.SetMarks(best.Safe, best.Finalized)
 }
+
+// View returns the network's chain view: the served chain by hash.
+func (p *Pool) View() *chainview.View { return p.view }
 
 // Heads returns the network's heads: the best of its nodes'.
 func (p *Pool) Heads() portico.Heads {
@@ -342,14 +321,6 @@ func (p *Pool) OnHeads(f func(portico.Heads)) (stop func()) {
 type headListener struct {
 	id int
 	f  func(portico.Heads)
-}
-
-// OnReorg registers f to be called when the served chain changed from
-// block from on: the blocks from there on are not the ones served before.
-func (p *Pool) OnReorg(f func(from uint64)) {
-	p.mu.Lock()
-	p.onReorg = append(p.onReorg, f)
-	p.mu.Unlock()
 }
 
 // Ready reports whether the network can serve calls: some node is on the

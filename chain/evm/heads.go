@@ -21,7 +21,7 @@ func Chain() portico.Chain {
 	return portico.Chain{
 		Identity:     identity,
 		Heads:        heads,
-		BlockHash:    blockHash,
+		Header:       blockHeader,
 		Tags:         map[string]portico.Head{"latest": portico.HeadLatest, "safe": portico.HeadSafe, "finalized": portico.HeadFinalized},
 		PollInterval: time.Second,
 		MaxLag:       10,
@@ -42,50 +42,65 @@ func identity(ctx context.Context, node portico.Caller) (string, error) {
 
 // header is what tracking reads of a block.
 type header struct {
-	Number string `json:"number"`
-	Hash   string `json:"hash"`
+	Number     string `json:"number"`
+	Hash       string `json:"hash"`
+	ParentHash string `json:"parentHash"`
 }
 
-// readBlock reads the number and hash of a block by tag or number; a node
-// without such a block answers null, which is (0, "", nil).
-func readBlock(ctx context.Context, node portico.Caller, id string) (uint64, string, error) {
-	res, err := node.Call(ctx, "eth_getBlockByNumber", jsontext.Value(`["`+id+`",false]`), nil)
+// readBlock reads a block's header by tag, number or hash (method says
+// which); a node without such a block answers null, which is the zero
+// Header and no error.
+func readBlock(ctx context.Context, node portico.Caller, method, id string) (portico.Header, error) {
+	res, err := node.Call(ctx, method, jsontext.Value(`["`+id+`",false]`), nil)
 	if err != nil {
-		return 0, "", err
+		return portico.Header{}, err
 	}
 	if string(res) == "null" {
-		return 0, "", nil
+		return portico.Header{}, nil
 	}
 	var h header
 	if err := json.Unmarshal(res, &h, json.RejectUnknownMembers(false)); err != nil {
-		return 0, "", fmt.Errorf("eth_getBlockByNumber: %w", err)
+		return portico.Header{}, fmt.Errorf("%s: %w", method, err)
 	}
 	n, err := strconv.ParseUint(strings.TrimPrefix(h.Number, "0x"), 16, 64)
 	if err != nil {
-		return 0, "", fmt.Errorf("eth_getBlockByNumber: block number %q", h.Number)
+		return portico.Header{}, fmt.Errorf("%s: block number %q", method, h.Number)
 	}
-	return n, strings.ToLower(h.Hash), nil
+	out := portico.Header{Number: n, Hash: strings.ToLower(h.Hash), Parent: strings.ToLower(h.ParentHash)}
+	if n > 0 {
+		out.ParentNumber = n - 1
+	}
+	return out, nil
 }
 
 func heads(ctx context.Context, node portico.Caller) (portico.Heads, error) {
 	var h portico.Heads
-	var err error
-	if h.Latest, h.Hash, err = readBlock(ctx, node, "latest"); err != nil {
+	latest, err := readBlock(ctx, node, "eth_getBlockByNumber", "latest")
+	if err != nil {
 		return h, err
 	}
+	h.Latest, h.Head = latest.Number, latest
 	// Nodes before the merge, and some dev nodes, know no safe or
 	// finalized block: their JSON-RPC error leaves the head at 0.
 	var rpcErr interface{ ErrorCode() int }
-	if h.Safe, _, err = readBlock(ctx, node, "safe"); err != nil && !errors.As(err, &rpcErr) {
+	safe, err := readBlock(ctx, node, "eth_getBlockByNumber", "safe")
+	if err != nil && !errors.As(err, &rpcErr) {
 		return h, err
 	}
-	if h.Finalized, _, err = readBlock(ctx, node, "finalized"); err != nil && !errors.As(err, &rpcErr) {
+	final, err := readBlock(ctx, node, "eth_getBlockByNumber", "finalized")
+	if err != nil && !errors.As(err, &rpcErr) {
 		return h, err
 	}
+	h.Safe, h.Finalized = safe.Number, final.Number
 	return h, nil
 }
 
-func blockHash(ctx context.Context, node portico.Caller, n uint64) (string, error) {
-	_, hash, err := readBlock(ctx, node, "0x"+strconv.FormatUint(n, 16))
-	return hash, err
+// blockHeader reads a block's header by its hash: a node may have
+// another block at that number.
+func blockHeader(ctx context.Context, node portico.Caller, _ uint64, hash string) (portico.Header, error) {
+	h, err := readBlock(ctx, node, "eth_getBlockByHash", hash)
+	if err == nil && h.Hash == "" {
+		err = fmt.Errorf("eth_getBlockByHash: no block %s", hash)
+	}
+	return h, err
 }

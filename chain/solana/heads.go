@@ -2,7 +2,9 @@ package solana
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -13,12 +15,15 @@ import (
 
 // Chain is how slot-chain nodes are tracked: the genesis hash names the
 // chain; heads are the slots at the three commitments, processed
-// (Latest), confirmed (Safe) and finalized. The gateway caches nothing
-// below finalized on this family, so no block hashes are followed.
+// (Latest), confirmed (Safe) and finalized, and the chain view follows the
+// newest confirmed block by its blockhash, linked to its parent slot's
+// (processed blocks may yet be skipped, and getBlock serves confirmed
+// ones at the least).
 func Chain() portico.Chain {
 	return portico.Chain{
 		Identity:     identity,
 		Heads:        heads,
+		Header:       header,
 		Tags:         map[string]portico.Head{"processed": portico.HeadLatest, "confirmed": portico.HeadSafe, "finalized": portico.HeadFinalized},
 		PollInterval: time.Second,
 		MaxLag:       50,
@@ -58,6 +63,49 @@ func heads(ctx context.Context, node portico.Caller) (portico.Heads, error) {
 	if h.Safe, err = slot(ctx, node, "confirmed"); err != nil {
 		return h, err
 	}
-	h.Finalized, err = slot(ctx, node, "finalized")
-	return h, err
+	if h.Finalized, err = slot(ctx, node, "finalized"); err != nil {
+		return h, err
+	}
+	// The confirmed slot has a block; a node that cannot give it (its
+	// ledger jumped) leaves the head without a header this round.
+	if b, err := block(ctx, node, h.Safe); err == nil {
+		h.Head = b
+	} else if !isAnswer(err) {
+		return h, err
+	}
+	return h, nil
+}
+
+// blockInfo is what tracking reads of a block.
+type blockInfo struct {
+	Blockhash         string `json:"blockhash"`
+	PreviousBlockhash string `json:"previousBlockhash"`
+	ParentSlot        uint64 `json:"parentSlot"`
+}
+
+// block reads the header of the block in slot n at confirmed commitment,
+// without its transactions.
+func block(ctx context.Context, node portico.Caller, n uint64) (portico.Header, error) {
+	res, err := node.Call(ctx, "getBlock", jsontext.Value(`[`+strconv.FormatUint(n, 10)+
+		`,{"commitment":"confirmed","transactionDetails":"none","rewards":false,"maxSupportedTransactionVersion":0}]`), nil)
+	if err != nil {
+		return portico.Header{}, err
+	}
+	var b blockInfo
+	if err := json.Unmarshal(res, &b, json.RejectUnknownMembers(false)); err != nil || b.Blockhash == "" {
+		return portico.Header{}, fmt.Errorf("getBlock %d: not a block: %.60s", n, res)
+	}
+	return portico.Header{Number: n, Hash: b.Blockhash, Parent: b.PreviousBlockhash, ParentNumber: b.ParentSlot}, nil
+}
+
+// header reads the block in slot number, which must have hash: the slot
+// chain's blocks are asked for by slot.
+func header(ctx context.Context, node portico.Caller, number uint64, hash string) (portico.Header, error) {
+	return block(ctx, node, number)
+}
+
+// isAnswer reports whether err is a node's JSON-RPC error.
+func isAnswer(err error) bool {
+	var rpcErr interface{ ErrorCode() int }
+	return errors.As(err, &rpcErr)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -21,7 +21,7 @@ func Chain() portico.Chain {
 	return portico.Chain{
 		Identity:     identity,
 		Heads:        heads,
-		BlockHash:    blockHash,
+		Header:       header,
 		Tags:         map[string]portico.Head{"latest": portico.HeadLatest, "l1_accepted": portico.HeadFinalized},
 		PollInterval: 2 * time.Second,
 		MaxLag:       5,
@@ -43,44 +43,63 @@ func identity(ctx context.Context, node portico.Caller) (string, error) {
 // blockHeader is what tracking reads of a block.
 type blockHeader struct {
 	Hash   string  `json:"block_hash"`
+	Parent string  `json:"parent_hash"`
 	Number *uint64 `json:"block_number"`
 }
 
-func getBlock(ctx context.Context, node portico.Caller, id string) (blockHeader, error) {
+// hashForm writes a hash in one form whatever the node's: lower case, no
+// leading zeros, so that nodes that pad and nodes that do not agree.
+func hashForm(h string) string {
+	h = strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(h, "0x"), "0X"))
+	h = strings.TrimLeft(h, "0")
+	return "0x" + h
+}
+
+func getBlock(ctx context.Context, node portico.Caller, id string) (portico.Header, bool, error) {
 	res, err := node.Call(ctx, "starknet_getBlockWithTxHashes", jsontext.Value(`{"block_id":`+id+`}`), nil)
 	if err != nil {
-		return blockHeader{}, err
+		return portico.Header{}, false, err
 	}
 	var b blockHeader
 	if err := json.Unmarshal(res, &b, json.RejectUnknownMembers(false)); err != nil {
-		return blockHeader{}, fmt.Errorf("starknet_getBlockWithTxHashes: %w", err)
+		return portico.Header{}, false, fmt.Errorf("starknet_getBlockWithTxHashes: %w", err)
 	}
-	return b, nil
+	if b.Number == nil || b.Hash == "" {
+		return portico.Header{}, false, nil // a pending block: no number or hash yet
+	}
+	h := portico.Header{Number: *b.Number, Hash: hashForm(b.Hash), Parent: hashForm(b.Parent)}
+	if h.Number > 0 {
+		h.ParentNumber = h.Number - 1
+	}
+	return h, true, nil
 }
 
 func heads(ctx context.Context, node portico.Caller) (portico.Heads, error) {
 	var h portico.Heads
-	res, err := node.Call(ctx, "starknet_blockHashAndNumber", nil, nil)
+	latest, ok, err := getBlock(ctx, node, `"latest"`)
 	if err != nil {
 		return h, err
 	}
-	var b blockHeader
-	if err := json.Unmarshal(res, &b, json.RejectUnknownMembers(false)); err != nil || b.Number == nil {
-		return h, fmt.Errorf("starknet_blockHashAndNumber: %.80s", res)
+	if !ok {
+		return h, errors.New("starknet_getBlockWithTxHashes: the latest block has no number")
 	}
-	h.Latest, h.Hash = *b.Number, b.Hash
-	l1, err := getBlock(ctx, node, `"l1_accepted"`)
+	h.Latest, h.Head = latest.Number, latest
+	l1, ok, err := getBlock(ctx, node, `"l1_accepted"`)
 	var rpcErr interface{ ErrorCode() int }
 	switch {
-	case err == nil && l1.Number != nil:
-		h.Finalized = *l1.Number
+	case err == nil && ok:
+		h.Finalized = l1.Number
 	case err != nil && !errors.As(err, &rpcErr):
 		return h, err
 	}
 	return h, nil
 }
 
-func blockHash(ctx context.Context, node portico.Caller, n uint64) (string, error) {
-	b, err := getBlock(ctx, node, `{"block_number":`+strconv.FormatUint(n, 10)+`}`)
-	return b.Hash, err
+// header reads a block's header by its hash.
+func header(ctx context.Context, node portico.Caller, _ uint64, hash string) (portico.Header, error) {
+	h, ok, err := getBlock(ctx, node, `{"block_hash":"`+hash+`"}`)
+	if err == nil && !ok {
+		err = fmt.Errorf("starknet_getBlockWithTxHashes: block %s has no number", hash)
+	}
+	return h, err
 }

@@ -171,8 +171,8 @@ func blockNumber(_ portico.Params, h portico.Heads) (jsontext.Value, bool) {
 // blockHashAndNumber answers starknet_blockHashAndNumber from the tracked
 // heads when they hold the newest block's hash.
 func blockHashAndNumber(_ portico.Params, h portico.Heads) (jsontext.Value, bool) {
-	if h.Latest == 0 || h.Hash == "" {
+	if h.Latest == 0 || h.Head.Hash == "" || h.Head.Number != h.Latest {
 		return nil, false
 	}
-	return jsontext.Value(`{"block_hash":` + strconv.Quote(h.Hash) + `,"block_number":` + strconv.FormatUint(h.Latest, 10) + `}`), true
+	return jsontext.Value(`{"block_hash":` + strconv.Quote(h.Head.Hash) + `,"block_number":` + strconv.FormatUint(h.Latest, 10) + `}`), true
 }
