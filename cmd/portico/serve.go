@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/internal/sqldb"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/store"
@@ -151,7 +151,8 @@ func (m *Main) Run(ctx context.Context) error {
 	m.logBuf = logBuf
 	m.log = newLogger(logw, cfg.Log)
 	if cfg.DataDir != "" {
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		// 0700 even if it existed: it holds the dev key and the store.
+		if err := sqldb.MakePrivateDir(cfg.DataDir); err != nil {
 			return fmt.Errorf("data dir: %w", err)
 		}
 	}
