@@ -8,9 +8,10 @@ FUZZTIME ?= 30s
 .PHONY: run test test-deps vet fuzz bench build
 
 ## run: build $(BIN), then start portico serve on the embedded defaults
-## (state kept in $(DATA_DIR)); Ctrl-C stops it with exit status 0
+## (state kept in $(DATA_DIR)), its auth server writing email login codes
+## to the log (development only); Ctrl-C stops it with exit status 0
 run:
-	@GO="$(GO)" BIN="$(BIN)" ./scripts/run.sh --data-dir $(DATA_DIR)
+	@GO="$(GO)" BIN="$(BIN)" ./scripts/run.sh --data-dir $(DATA_DIR) --auth-dev-log-codes
 
 ## test: install what the tests need, vet, and run every test (missing parts fail, not skip)
 test: test-deps vet

@@ -12,12 +12,15 @@
 //	GET    /admin/v1/nodes                 every network's nodes, when Config.Nodes is set
 //
 // Errors are {"error": "..."} with a 4xx or 5xx status.
+//
+// The bearer token is checked by an admintoken.Checker, in constant time
+// and with wrong tokens slowed per client address (never refused), the
+// same Checker the dashboard's sign-in form uses when they are wired
+// together.
 package admin
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/porticohq/portico/admintoken"
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/store"
@@ -38,8 +42,12 @@ type Balancer interface {
 
 // Config configures the API.
 type Config struct {
-	// Token is the bearer token; required.
+	// Token is the bearer token; required unless Tokens is set.
 	Token string
+	// Tokens checks the bearer token and slows wrong ones; nil makes one
+	// for Token with admintoken.DefaultLimits. Pass the dashboard's
+	// Checker here so that both count one budget of wrong tokens.
+	Tokens *admintoken.Checker
 	// Store holds keys and usage; required.
 	Store *store.Store
 	// Meter answers live balances; nil leaves them out.
@@ -56,20 +64,26 @@ type Config struct {
 
 // API is the admin HTTP handler.
 type API struct {
-	cfg   Config
-	token [sha256.Size]byte
-	mux   *http.ServeMux
+	cfg    Config
+	tokens *admintoken.Checker
+	mux    *http.ServeMux
 }
 
 // New returns the API handler.
 func New(cfg Config) (*API, error) {
-	if cfg.Token == "" || cfg.Store == nil {
-		return nil, errors.New("admin: Token and Store are required")
+	if (cfg.Token == "" && cfg.Tokens == nil) || cfg.Store == nil {
+		return nil, errors.New("admin: Token (or Tokens) and Store are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &API{cfg: cfg, token: sha256.Sum256([]byte(cfg.Token)), mux: http.NewServeMux()}
+	a := &API{cfg: cfg, tokens: cfg.Tokens, mux: http.NewServeMux()}
+	if a.tokens == nil {
+		var err error
+		if a.tokens, err = admintoken.New(admintoken.Config{Token: cfg.Token}); err != nil {
+			return nil, err
+		}
+	}
 	a.mux.HandleFunc("GET /admin/v1/keys", a.list)
 	a.mux.HandleFunc("POST /admin/v1/keys", a.create)
 	a.mux.HandleFunc("GET /admin/v1/keys/{name}", a.show)
@@ -82,11 +96,28 @@ func New(cfg Config) (*API, error) {
 	return a, nil
 }
 
-// ServeHTTP checks the bearer token, then serves the API.
+// Tokens is the Checker of the bearer token, for the dashboard to share.
+func (a *API) Tokens() *admintoken.Checker { return a.tokens }
+
+// ServeHTTP checks the bearer token, then serves the API. A request from
+// an address that has sent wrong tokens is held first (admintoken), with
+// the right token as with a wrong one; one without a bearer token is
+// refused at once, as it guesses nothing.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	sum := sha256.Sum256([]byte(got))
-	if !ok || subtle.ConstantTimeCompare(sum[:], a.token[:]) != 1 {
+	if ok {
+		client := admintoken.Client(r)
+		good, waited, err := a.tokens.Check(r.Context(), client, got)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, errors.New("gave up waiting to check the admin token: the server is stopping or the client left"))
+			return
+		}
+		if !good {
+			a.cfg.Logger.Warn("admin: wrong token", "client", client, "held", waited)
+		}
+		ok = good
+	}
+	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="portico-admin"`)
 		writeError(w, http.StatusUnauthorized, errors.New("admin token missing or wrong"))
 		return

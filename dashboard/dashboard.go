@@ -20,18 +20,22 @@
 // TLS. A request that changes something must come from a page of the same
 // origin (Origin, else Referer) and carry the session's CSRF token.
 // Without a session, a client address gets a bounded number of requests
-// and of failed sign-ins (Config.PageLimit, Config.SignInLimit), and the
-// addresses tracked are bounded too (Config.MaxClients).
+// (Config.PageLimit; the addresses tracked are bounded by
+// Config.MaxClients). The sign-in form's token is checked by the same
+// admintoken.Checker as the admin API's bearer (Config.Tokens): wrong
+// tokens from an address are slowed, whichever door they came through,
+// and a sign-in with the right token is held like them but never refused.
 package dashboard
 
 import (
-	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/porticohq/portico/admintoken"
 )
 
 // Prefix is the path the dashboard is served under.
@@ -53,7 +57,6 @@ type Network struct {
 var (
 	DefaultSessionTTL  = 12 * time.Hour
 	DefaultMaxSessions = 64
-	DefaultSignInLimit = Limit{Burst: 5, Every: 20 * time.Second}
 	DefaultPageLimit   = Limit{Burst: 60, Every: 500 * time.Millisecond}
 	DefaultMaxClients  = 4096
 )
@@ -66,6 +69,10 @@ type Config struct {
 	// Token is the admin token: what the sign-in form asks for, and what
 	// the dashboard sends to Admin; required.
 	Token string
+	// Tokens checks the sign-in form's token and slows wrong ones; pass
+	// the admin API's (admin.API.Tokens), so that guesses through either
+	// count together. Nil makes one for Token with Now as its clock.
+	Tokens *admintoken.Checker
 	// Networks lists the networks whose endpoint URLs are shown with a
 	// new key. It is called for each page, so a caller can fill it once
 	// its listeners are bound; nil shows none.
@@ -80,12 +87,10 @@ type Config struct {
 	// MaxSessions bounds the sessions held; signing in when it is reached
 	// ends the oldest. Zero means DefaultMaxSessions.
 	MaxSessions int
-	// SignInLimit bounds failed sign-ins per client address; zero means
-	// DefaultSignInLimit.
-	SignInLimit Limit
 	// PageLimit bounds requests without a session per client address
-	// (sign-in form, assets, sign-in attempts); zero means
-	// DefaultPageLimit.
+	// (the sign-in form and its assets; sign-in attempts are bounded by
+	// Tokens instead, so that nobody's page requests can keep the admin
+	// from signing in); zero means DefaultPageLimit.
 	PageLimit Limit
 	// MaxClients bounds the client addresses each limit tracks; zero
 	// means DefaultMaxClients.
@@ -95,9 +100,8 @@ type Config struct {
 // Handler serves the dashboard under Prefix.
 type Handler struct {
 	cfg      Config
-	token    [sha256.Size]byte
+	tokens   *admintoken.Checker
 	sessions *sessions
-	signIns  *limiter
 	pages    *limiter
 	assets   *assets
 }
@@ -124,17 +128,21 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
-	if cfg.SignInLimit == (Limit{}) {
-		cfg.SignInLimit = DefaultSignInLimit
-	}
 	if cfg.PageLimit == (Limit{}) {
 		cfg.PageLimit = DefaultPageLimit
 	}
 	if cfg.MaxClients <= 0 {
 		cfg.MaxClients = DefaultMaxClients
 	}
-	if cfg.SignInLimit.Burst < 1 || cfg.SignInLimit.Every <= 0 || cfg.PageLimit.Burst < 1 || cfg.PageLimit.Every <= 0 {
+	if cfg.PageLimit.Burst < 1 || cfg.PageLimit.Every <= 0 {
 		return nil, errors.New("dashboard: a Limit needs a Burst of 1 or more and a positive Every")
+	}
+	tokens := cfg.Tokens
+	if tokens == nil {
+		var err error
+		if tokens, err = admintoken.New(admintoken.Config{Token: cfg.Token, Now: cfg.Now}); err != nil {
+			return nil, err
+		}
 	}
 	a, err := loadAssets()
 	if err != nil {
@@ -142,9 +150,8 @@ func New(cfg Config) (*Handler, error) {
 	}
 	return &Handler{
 		cfg:      cfg,
-		token:    sha256.Sum256([]byte(cfg.Token)),
+		tokens:   tokens,
 		sessions: newSessions(cfg.MaxSessions, cfg.SessionTTL),
-		signIns:  newLimiter(cfg.SignInLimit, cfg.MaxClients),
 		pages:    newLimiter(cfg.PageLimit, cfg.MaxClients),
 		assets:   a,
 	}, nil
@@ -169,8 +176,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	now := h.cfg.Now()
 	s, signedIn := h.sessions.get(cookieValue(r), now)
-	if !signedIn {
-		if wait, ok := h.pages.take(clientOf(r), now); !ok {
+	if !signedIn && rest != "signin" {
+		if wait, ok := h.pages.take(admintoken.Client(r), now); !ok {
 			tooMany(w, wait)
 			http.Error(w, "too many requests from your address; try again later", http.StatusTooManyRequests)
 			return
@@ -188,7 +195,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case rest == "signin":
 		if allow(w, r, http.MethodPost) {
-			h.signIn(w, r, now)
+			h.signIn(w, r)
 		}
 	case rest == "signout":
 		if allow(w, r, http.MethodPost) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/porticohq/portico/admin"
+	"github.com/porticohq/portico/admintoken"
 	"github.com/porticohq/portico/dashboard"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/store"
@@ -43,9 +44,17 @@ func (c *clock) Add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// env is a dashboard over a real admin API (SQLite store, memory meter).
+// Sleep moves the clock on by d at once: the waits of wrong tokens.
+func (c *clock) Sleep(_ context.Context, d time.Duration) error {
+	c.Add(d)
+	return nil
+}
+
+// env is a dashboard over a real admin API (SQLite store, memory meter),
+// both checking the token with one Checker on the test clock.
 type env struct {
 	h     *dashboard.Handler
+	api   *admin.API
 	clock *clock
 	logs  *lockedBuffer
 }
@@ -63,12 +72,17 @@ func newEnv(t *testing.T, edit func(*dashboard.Config)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	api, err := admin.New(admin.Config{Token: token, Store: st, Meter: m, DefaultDailyCredits: 3000})
+	e := &env{clock: &clock{t: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}, logs: &lockedBuffer{}}
+	tokens, err := admintoken.New(admintoken.Config{Token: token, Now: e.clock.Now, Sleep: e.clock.Sleep})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{clock: &clock{t: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}, logs: &lockedBuffer{}}
-	cfg := dashboard.Config{Admin: api, Token: token, Now: e.clock.Now,
+	api, err := admin.New(admin.Config{Tokens: tokens, Store: st, Meter: m, DefaultDailyCredits: 3000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api = api
+	cfg := dashboard.Config{Admin: api, Token: token, Tokens: api.Tokens(), Now: e.clock.Now,
 		Logger: slog.New(slog.NewTextHandler(e.logs, nil)),
 		Networks: func() []dashboard.Network {
 			return []dashboard.Network{{Name: "evm-devnet", Family: "evm", HTTP: "http://127.0.0.1:8702", WS: "ws://127.0.0.1:8702"}}

@@ -2,32 +2,12 @@ package dashboard
 
 import (
 	"io/fs"
-	"net/http/httptest"
 	"net/netip"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
-
-func TestClientOf(t *testing.T) {
-	cases := []struct{ remote, want string }{
-		{"192.0.2.1:4000", "192.0.2.1"},
-		{"[::ffff:192.0.2.1]:4000", "192.0.2.1"},
-		{"[2001:db8:1:2:3:4:5:6]:4000", "2001:db8:1:2::"},
-		{"[2001:db8:1:2::9]:4001", "2001:db8:1:2::"},
-		{"[fe80::1%eth0]:4000", "fe80::"},
-		{"192.0.2.9", "192.0.2.9"},
-		{"pipe", "invalid IP"},
-	}
-	for _, c := range cases {
-		r := httptest.NewRequest("GET", "/", nil)
-		r.RemoteAddr = c.remote
-		if got := clientOf(r).String(); got != c.want {
-			t.Errorf("%s: %s, want %s", c.remote, got, c.want)
-		}
-	}
-}
 
 // The limiter holds at most max addresses: those whose debt is paid go
 // first, then the one nearest to being paid.

@@ -1,8 +1,6 @@
 package dashboard
 
 import (
-	"net"
-	"net/http"
 	"net/netip"
 	"sync"
 	"time"
@@ -87,24 +85,4 @@ func (l *limiter) len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.tat)
-}
-
-// clientOf is the address r came from, as a limit counts it: an IPv6
-// client by its /64, since one host usually holds the whole prefix. All
-// clients behind one proxy share its address.
-func clientOf(r *http.Request) netip.Addr {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Addr{}
-	}
-	a = a.Unmap().WithZone("")
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.Addr()
-	}
-	return a
 }

@@ -1,45 +1,40 @@
 package dashboard
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/porticohq/portico/admintoken"
 )
 
 // maxFormBytes bounds the sign-in and sign-out forms.
 const maxFormBytes = 4 << 10
 
-// signIn checks the token of the sign-in form and starts a session.
-func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, now time.Time) {
+// signIn checks the token of the sign-in form and starts a session. The
+// check holds an address that has sent wrong tokens (to the form or to
+// the admin API) before looking at the token, the right one included.
+func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	if !sameOrigin(r) {
 		h.signInPage(w, http.StatusForbidden, "Sign in from the dashboard's own page.")
 		return
 	}
-	client := clientOf(r)
-	// Every attempt takes from the client's budget up front, so that
-	// concurrent guesses cannot overrun it; a good one gives it back.
-	if wait, ok := h.signIns.take(client, now); !ok {
-		h.cfg.Logger.Warn("dashboard: sign-in refused, too many failures", "client", client)
-		tooMany(w, wait)
-		h.signInPage(w, http.StatusTooManyRequests,
-			fmt.Sprintf("Too many failed sign-ins from your address: try again in %s.", wait.Round(time.Second)))
+	client := admintoken.Client(r)
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	ok, held, err := h.tokens.Check(r.Context(), client, r.PostFormValue("token"))
+	if err != nil {
+		h.signInPage(w, http.StatusServiceUnavailable, "The server stopped before it checked the token: try again.")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	got := sha256.Sum256([]byte(r.PostFormValue("token")))
-	if subtle.ConstantTimeCompare(got[:], h.token[:]) != 1 {
-		h.cfg.Logger.Warn("dashboard: sign-in failed", "client", client)
+	if !ok {
+		h.cfg.Logger.Warn("dashboard: sign-in failed", "client", client, "held", held)
 		h.signInPage(w, http.StatusUnauthorized, "That is not the admin token.")
 		return
 	}
-	h.signIns.refund(client, now)
-	id, _ := h.sessions.create(now)
+	id, _ := h.sessions.create(h.cfg.Now())
 	http.SetCookie(w, sessionCookie(r, id, int(h.cfg.SessionTTL/time.Second)))
-	h.cfg.Logger.Info("dashboard: signed in", "client", client)
+	h.cfg.Logger.Info("dashboard: signed in", "client", client, "held", held)
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 
@@ -52,7 +47,7 @@ func (h *Handler) signOut(w http.ResponseWriter, r *http.Request, s session, sig
 			return
 		}
 		h.sessions.end(cookieValue(r))
-		h.cfg.Logger.Info("dashboard: signed out", "client", clientOf(r))
+		h.cfg.Logger.Info("dashboard: signed out", "client", admintoken.Client(r))
 	}
 	http.SetCookie(w, sessionCookie(r, "", -1))
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)

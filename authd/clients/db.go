@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/porticohq/portico/authd/privfile"
 	"github.com/porticohq/portico/internal/sqldb"
 )
 
@@ -23,11 +22,6 @@ type DB struct {
 // OpenSQLite opens (creating it if needed) the SQLite database at path
 // and migrates it; an empty path is a private in-memory database.
 func OpenSQLite(ctx context.Context, path string) (*DB, error) {
-	if path != "" {
-		if err := privfile.Prepare(path); err != nil {
-			return nil, fmt.Errorf("clients: %w", err)
-		}
-	}
 	db, err := sqldb.OpenSQLite(path, sqldb.SQLiteOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("clients: %w", err)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/porticohq/portico/authd/privfile"
 	"github.com/porticohq/portico/internal/sqldb"
 )
 
@@ -110,11 +109,6 @@ func (s *Store) SealPlaintext(ctx context.Context, network string, node int) (in
 // in-memory database. Commits are synced fully: a node's share must
 // survive a power cut.
 func OpenSQLite(ctx context.Context, path string) (*Store, error) {
-	if path != "" {
-		if err := privfile.Prepare(path); err != nil {
-			return nil, fmt.Errorf("keynet: %w", err)
-		}
-	}
 	db, err := sqldb.OpenSQLite(path, sqldb.SQLiteOptions{FullSync: true})
 	if err != nil {
 		return nil, fmt.Errorf("keynet: %w", err)

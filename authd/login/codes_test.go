@@ -2,6 +2,7 @@ package login
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -36,8 +37,9 @@ func wrongCode(right string) string {
 // The attack of issue 19 (3): posting the email again on the code step
 // made a new code and reset the attempt count, and nothing counted per
 // email, so 12 wrong codes left the login open. Wrong codes now count per
-// address across codes and logins, and past the limit the address is
-// locked (backoff): even the right code is refused until the lock ends.
+// address (and client IP) across codes and logins, and past the limit the
+// address is locked (backoff): even the right code is refused until the
+// lock ends.
 func TestWrongCodeLimitCannotBeBypassed(t *testing.T) {
 	e := newEnv(t)
 	// Only the limits run on the test clock: the tokens the pages mint
@@ -105,5 +107,107 @@ func TestCodesPerEmailPerHour(t *testing.T) {
 	e.codePage(t, sdk, addr)
 	if n := count(); n != DefaultCodesPerEmail+1 {
 		t.Fatalf("no code an hour later (%d)", n)
+	}
+}
+
+// codePageFrom is codePage from the client address ip.
+func (e *env) codePageFrom(t *testing.T, sdk *auth.SDK, email, ip string) *browser {
+	t.Helper()
+	p, err := sdk.LoginURL(context.Background(), auth.LoginParams{LoginProvider: auth.EmailPasswordless, RedirectURL: appCallback, MfaLevel: auth.MFANone,
+		ExtraLoginOptions: &auth.ExtraLoginOptions{LoginHint: email}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, appCallback)
+	b.IP = ip
+	if cb, _ := b.open(p.URL); cb != "" {
+		t.Fatalf("callback before a code: %s", cb)
+	}
+	return b
+}
+
+// Issue 23: anyone who knew an email address could lock its email login
+// for up to an hour with wrong codes from anywhere. Wrong codes now lock
+// an address per client IP: a stranger locks only themselves out, and
+// the owner logs in from their own address. A ceiling over all client
+// IPs still holds: three IPs' worth of wrong codes lock the address for
+// everyone, for a while.
+func TestEmailLockPerClient(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.ClientIPHeader = testIPHeader })
+	e.Handler.lim = newLimiters(DefaultLimits(), e.Clock.Now)
+	sdk := e.sdk(t, auth.InitParams{})
+	const owner, home = "owner@example.com", "198.51.100.10"
+	// strangerLocks posts wrong codes for owner from ip until the login
+	// ends; the address is then locked for ip.
+	strangerLocks := func(ip string) {
+		t.Helper()
+		b := e.codePageFrom(t, sdk, owner, ip)
+		for i := 1; i <= DefaultMaxAttempts; i++ {
+			cb, _ := b.submit("code", url.Values{"code": {wrongCode(e.Log.lastCode(t, owner))}})
+			if cb != "" {
+				if !strings.Contains(cb, "#error=too_many_attempts") || i != DefaultMaxAttempts {
+					t.Fatalf("wrong code %d from %s: %s", i, ip, cb)
+				}
+				break
+			}
+		}
+		if b := e.codePageFrom(t, sdk, owner, ip); !strings.Contains(b.Page, `id="notice"`) {
+			t.Fatalf("%s is not locked after %d wrong codes:\n%s", ip, DefaultMaxAttempts, b.Page)
+		}
+	}
+	ownerLogsIn := func() bool {
+		t.Helper()
+		b := e.codePageFrom(t, sdk, owner, home)
+		if strings.Contains(b.Page, `id="notice"`) {
+			return false
+		}
+		cb, _ := b.submit("code", url.Values{"code": {e.Log.lastCode(t, owner)}})
+		return strings.Contains(cb, "#sessionId=")
+	}
+
+	strangerLocks("203.0.113.66")
+	if !ownerLogsIn() {
+		t.Fatal("a stranger's wrong codes from elsewhere locked the owner out")
+	}
+	strangerLocks("203.0.113.67")
+	if !ownerLogsIn() {
+		t.Fatal("two strangers' wrong codes locked the owner out")
+	}
+	// A third address reaches the ceiling: everyone is locked, for the
+	// backoff's first minute.
+	strangerLocks("203.0.113.68")
+	if ownerLogsIn() {
+		t.Fatal("the ceiling over all client IPs does not hold")
+	}
+	e.Clock.Advance(DefaultBackoffBase)
+	if !ownerLogsIn() {
+		t.Fatal("the owner is still locked out after the ceiling's lock")
+	}
+}
+
+// Codes sent to an address count per client IP too: a stranger who asks
+// for codes to someone's address from elsewhere uses up only their own
+// share, and a ceiling over all client IPs bounds the codes the address
+// gets in an hour.
+func TestCodesPerEmailPerClient(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.ClientIPHeader = testIPHeader })
+	e.Handler.lim = newLimiters(DefaultLimits(), e.Clock.Now)
+	sdk := e.sdk(t, auth.InitParams{})
+	const owner = "inbox@example.com"
+	count := func() int { return len(codeRE.FindAllStringSubmatch(e.Log.String(), -1)) }
+	for range DefaultCodesPerEmail + 2 {
+		e.codePageFrom(t, sdk, owner, "203.0.113.1")
+	}
+	if n := count(); n != DefaultCodesPerEmail {
+		t.Fatalf("one client IP sent %d codes to one address, want %d", n, DefaultCodesPerEmail)
+	}
+	if b := e.codePageFrom(t, sdk, owner, "198.51.100.10"); strings.Contains(b.Page, `id="notice"`) || count() != DefaultCodesPerEmail+1 {
+		t.Fatalf("the owner got no code after a stranger's %d:\n%s", DefaultCodesPerEmail, b.Page)
+	}
+	for i := 0; count() < DefaultCodesCeiling; i++ {
+		e.codePageFrom(t, sdk, owner, fmt.Sprintf("203.0.113.%d", 10+i/DefaultCodesPerEmail))
+	}
+	if e.codePageFrom(t, sdk, owner, "198.51.100.10"); count() != DefaultCodesCeiling {
+		t.Fatalf("%d codes to one address in an hour, want the ceiling of %d", count(), DefaultCodesCeiling)
 	}
 }

@@ -296,7 +296,14 @@ type browser struct {
 	app  string // the app's redirect URL prefix
 	Page string // the last page's HTML
 	URL  string // the last page's URL
+	// IP, when set, is sent as the client address in the header
+	// testIPHeader (an env made with it as Config.ClientIPHeader).
+	IP string
 }
+
+// testIPHeader carries a browser's client address in the tests that need
+// several.
+const testIPHeader = "X-Test-Client-IP"
 
 func newBrowser(t testing.TB, app string) *browser {
 	jar, _ := cookiejar.New(nil)
@@ -314,6 +321,9 @@ func newBrowser(t testing.TB, app string) *browser {
 // URL (with fragment) if the pages sent the browser back to the app.
 func (b *browser) do(req *http.Request) (callback string, status int) {
 	b.t.Helper()
+	if b.IP != "" {
+		req.Header.Set(testIPHeader, b.IP)
+	}
 	resp, err := b.hc.Do(req)
 	if err != nil {
 		b.t.Fatal(err)

@@ -17,15 +17,16 @@ func constantEqual(a, b string) bool {
 }
 
 // sendCode makes a one-time code for email and delivers it, within the
-// limits: none while the address is locked by wrong codes, at most
-// CodesPerEmail per address and CodesPerClient per client IP an hour. It
-// returns the notice to show when it sends nothing. A new code keeps the
-// login's count of wrong codes.
+// limits: none while wrong codes lock the address for this client IP (or
+// for everyone, past the ceiling), at most CodesPerEmail per address and
+// client IP, CodesCeiling per address and CodesPerClient per client IP an
+// hour. It returns the notice to show when it sends nothing. A new code
+// keeps the login's count of wrong codes.
 func (h *Handler) sendCode(ctx context.Context, f *flow, o *otp, email string) string {
 	switch {
-	case h.lim.codeFails.Wait(email) > 0:
+	case h.lim.codeLocked(email, f.client):
 		return "code_locked"
-	case !h.lim.codesClient.Allow(f.client, 1), !h.lim.codesEmail.Allow(email, 1):
+	case !h.lim.codeSendable(email, f.client):
 		return "too_many_codes"
 	}
 	attempts := o.Attempts
@@ -41,18 +42,20 @@ func (h *Handler) sendCode(ctx context.Context, f *flow, o *otp, email string) s
 }
 
 // checkCode checks a code against the login's and the address's limits:
-// a locked address is refused without looking at the code; a wrong code
-// counts for the address (backoff) and the login (which ends after
-// MaxAttempts); the right one clears the address's count.
+// an address locked for the login's client IP is refused without looking
+// at the code; a wrong code counts for the address and client IP
+// (backoff), towards the address's ceiling, and for the login (which ends
+// after MaxAttempts); the right one clears the address and client IP's
+// count.
 func (h *Handler) checkCode(w http.ResponseWriter, r *http.Request, f *flow, o *otp) bool {
-	if h.lim.codeFails.Wait(o.Email) > 0 {
+	if h.lim.codeLocked(o.Email, f.client) {
 		f.Notice = "code_locked"
 		h.show(w, r, f)
 		return false
 	}
 	ok, notice, wrong, end := o.check(f.ID, r.PostForm.Get("code"), h.cfg.Now(), h.cfg.Passwordless.maxAttempts())
 	if wrong {
-		if _, lock := h.lim.codeFails.Fail(o.Email); lock > 0 && !end {
+		if h.lim.codeFailed(o.Email, f.client) && !end {
 			notice = "code_locked"
 		}
 	}
@@ -65,7 +68,7 @@ func (h *Handler) checkCode(w http.ResponseWriter, r *http.Request, f *flow, o *
 		h.show(w, r, f)
 		return false
 	}
-	h.lim.codeFails.Reset(o.Email)
+	h.lim.codeFails.Reset(emailClient(o.Email, f.client))
 	return true
 }
 

@@ -10,6 +10,11 @@ import (
 // Limits bound what one client IP, one email address and one user can do
 // through the pages. Zero fields take the defaults of DefaultLimits; the
 // table in docs/auth.md lists them.
+//
+// An email address's limits count per address and client IP, so that a
+// stranger who knows the address cannot lock its owner out from
+// elsewhere; a ceiling per address over all client IPs still bounds what
+// many IPs together can do (guess codes, flood the inbox).
 type Limits struct {
 	// FlowsPerClient bounds the logins in progress per client IP.
 	FlowsPerClient int
@@ -17,14 +22,24 @@ type Limits struct {
 	StartsPerClient int
 	// Window is the window of StartsPerClient.
 	Window time.Duration
-	// CodesPerEmail bounds the one-time codes sent to an address per hour.
+	// CodesPerEmail bounds the one-time codes sent to an address from one
+	// client IP per hour.
 	CodesPerEmail int
+	// CodesCeiling bounds the one-time codes sent to an address per hour
+	// from all client IPs together.
+	CodesCeiling int
 	// CodesPerClient bounds the one-time codes a client IP has sent per
 	// hour, to any address.
 	CodesPerClient int
-	// CodeFailures wrong codes for an address, across codes and logins,
-	// lock it for BackoffBase; each further one doubles the lock.
+	// CodeFailures wrong codes for an address from one client IP, across
+	// codes and logins, lock that address for that client IP for
+	// BackoffBase; each further one doubles the lock.
 	CodeFailures int
+	// CodeFailuresCeiling wrong codes for an address from all client IPs
+	// together lock it for everyone, with the same backoff. Only a client
+	// IP's first CodeFailures count towards it, so one client IP alone
+	// never reaches it.
+	CodeFailuresCeiling int
 	// PasswordFailures wrong MFA passwords for a user lock the user's
 	// password factor for BackoffBase; each further one doubles the lock.
 	PasswordFailures int
@@ -43,17 +58,20 @@ type Limits struct {
 
 // Defaults of Limits.
 const (
-	DefaultFlowsPerClient   = 20
-	DefaultStartsPerClient  = 60
-	DefaultLimitWindow      = 10 * time.Minute
-	DefaultCodesPerEmail    = 5
-	DefaultCodesPerClient   = 30
-	DefaultCodeFailures     = DefaultMaxAttempts
-	DefaultPasswordFailures = 5
-	DefaultBackoffBase      = time.Minute
-	DefaultBackoffMax       = time.Hour
-	DefaultKDFConcurrency   = 2
-	DefaultMaxTracked       = limit.DefaultMaxKeys
+	DefaultFlowsPerClient  = 20
+	DefaultStartsPerClient = 60
+	DefaultLimitWindow     = 10 * time.Minute
+	DefaultCodesPerEmail   = 5
+	DefaultCodesCeiling    = 20
+	DefaultCodesPerClient  = 30
+	DefaultCodeFailures    = DefaultMaxAttempts
+	// DefaultCodeFailuresCeiling takes three client IPs' free wrong codes.
+	DefaultCodeFailuresCeiling = 3 * DefaultCodeFailures
+	DefaultPasswordFailures    = 5
+	DefaultBackoffBase         = time.Minute
+	DefaultBackoffMax          = time.Hour
+	DefaultKDFConcurrency      = 2
+	DefaultMaxTracked          = limit.DefaultMaxKeys
 	// BackoffForget is how long after its last failure a key's failures
 	// are forgotten.
 	BackoffForget = 24 * time.Hour
@@ -62,7 +80,8 @@ const (
 // DefaultLimits returns the documented defaults.
 func DefaultLimits() Limits {
 	return Limits{FlowsPerClient: DefaultFlowsPerClient, StartsPerClient: DefaultStartsPerClient, Window: DefaultLimitWindow,
-		CodesPerEmail: DefaultCodesPerEmail, CodesPerClient: DefaultCodesPerClient, CodeFailures: DefaultCodeFailures,
+		CodesPerEmail: DefaultCodesPerEmail, CodesCeiling: DefaultCodesCeiling, CodesPerClient: DefaultCodesPerClient,
+		CodeFailures: DefaultCodeFailures, CodeFailuresCeiling: DefaultCodeFailuresCeiling,
 		PasswordFailures: DefaultPasswordFailures, BackoffBase: DefaultBackoffBase, BackoffMax: DefaultBackoffMax,
 		KDFConcurrency: DefaultKDFConcurrency, MaxTracked: DefaultMaxTracked}
 }
@@ -82,8 +101,10 @@ func (l Limits) withDefaults() Limits {
 	set(&l.FlowsPerClient, d.FlowsPerClient)
 	set(&l.StartsPerClient, d.StartsPerClient)
 	set(&l.CodesPerEmail, d.CodesPerEmail)
+	set(&l.CodesCeiling, d.CodesCeiling)
 	set(&l.CodesPerClient, d.CodesPerClient)
 	set(&l.CodeFailures, d.CodeFailures)
+	set(&l.CodeFailuresCeiling, d.CodeFailuresCeiling)
 	set(&l.PasswordFailures, d.PasswordFailures)
 	set(&l.KDFConcurrency, d.KDFConcurrency)
 	set(&l.MaxTracked, d.MaxTracked)
@@ -96,11 +117,16 @@ func (l Limits) withDefaults() Limits {
 // limiters are the pages' counters, built from Limits.
 type limiters struct {
 	starts      *limit.Window
-	codesEmail  *limit.Window
+	codesPair   *limit.Window // by emailClient
+	codesEmail  *limit.Window // the ceiling, by email
 	codesClient *limit.Window
-	codeFails   *limit.Backoff
+	codeFails   *limit.Backoff // by emailClient
+	failsEmail  *limit.Backoff // the ceiling, by email
 	pwFails     *limit.Backoff
 	kdf         limit.Semaphore
+	// codeFree is CodeFailures: a pair's wrong codes that count towards
+	// the ceiling.
+	codeFree int
 }
 
 func newLimiters(l Limits, now func() time.Time) *limiters {
@@ -109,12 +135,43 @@ func newLimiters(l Limits, now func() time.Time) *limiters {
 	}
 	return &limiters{
 		starts:      &limit.Window{Limit: l.StartsPerClient, Per: l.Window, MaxKeys: l.MaxTracked, Now: now},
-		codesEmail:  &limit.Window{Limit: l.CodesPerEmail, Per: time.Hour, MaxKeys: l.MaxTracked, Now: now},
+		codesPair:   &limit.Window{Limit: l.CodesPerEmail, Per: time.Hour, MaxKeys: l.MaxTracked, Now: now},
+		codesEmail:  &limit.Window{Limit: l.CodesCeiling, Per: time.Hour, MaxKeys: l.MaxTracked, Now: now},
 		codesClient: &limit.Window{Limit: l.CodesPerClient, Per: time.Hour, MaxKeys: l.MaxTracked, Now: now},
 		codeFails:   backoff(l.CodeFailures),
+		failsEmail:  backoff(l.CodeFailuresCeiling),
 		pwFails:     backoff(l.PasswordFailures),
 		kdf:         limit.NewSemaphore(l.KDFConcurrency),
+		codeFree:    l.CodeFailures,
 	}
+}
+
+// emailClient is the limit key of an email address from one client IP.
+func emailClient(email, client string) string { return email + "\x00" + client }
+
+// codeLocked reports whether wrong codes lock email for client: its own
+// (per address and client IP), or everyone's past the ceiling.
+func (l *limiters) codeLocked(email, client string) bool {
+	return l.codeFails.Wait(emailClient(email, client)) > 0 || l.failsEmail.Wait(email) > 0
+}
+
+// codeFailed counts a wrong code for email from client and reports
+// whether it is now locked for client. The pair's first codeFree wrong
+// codes also count towards the address's ceiling.
+func (l *limiters) codeFailed(email, client string) bool {
+	n, lock := l.codeFails.Fail(emailClient(email, client))
+	if n <= l.codeFree {
+		if _, all := l.failsEmail.Fail(email); all > 0 {
+			lock = all
+		}
+	}
+	return lock > 0 || l.failsEmail.Wait(email) > 0
+}
+
+// codeSendable takes one code to email from client, within the pair's
+// limit, the address's ceiling and the client's own limit.
+func (l *limiters) codeSendable(email, client string) bool {
+	return l.codesClient.Allow(client, 1) && l.codesPair.Allow(emailClient(email, client), 1) && l.codesEmail.Allow(email, 1)
 }
 
 // client is the limit key of a request.

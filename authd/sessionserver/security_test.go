@@ -91,6 +91,58 @@ func TestLogoutCannotBeReplayed(t *testing.T) {
 	}
 }
 
+// inNamespace is a set body moved to namespace ns: the signature covers
+// only the data, so whoever captured a request can do this.
+func inNamespace(t *testing.T, body, ns string) string {
+	t.Helper()
+	var m map[string]any
+	must(t, json.Unmarshal([]byte(body), &m))
+	m["namespace"] = ns
+	b, err := json.Marshal(m)
+	must(t, err)
+	return string(b)
+}
+
+// Issue 23: the tombstone of a logout held only the record's namespace, so
+// the captured set request could write the logged-out session into
+// another one. A logout now ends the key in every namespace: replays into
+// any namespace are refused, and what the key had stored in others is
+// gone.
+func TestLogoutCoversEveryNamespace(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			srv, clk := startServer(t, open(t))
+			key, _ := eccrypto.GenerateKey()
+			pub := eccrypto.PublicKeyHex(key.PubKey())
+			captured := setBody(t, key, []byte(`{"privKey":"secret"}`), 3600)
+			for _, ns := range []string{"", "app-b"} {
+				if st, msg := post(t, srv.URL+"/store/set", inNamespace(t, captured, ns)); st != 200 {
+					t.Fatalf("set in %q: %d %s", ns, st, msg)
+				}
+			}
+			cl := &sessionapi.Client{BaseURL: srv.URL}
+			must(t, cl.Invalidate(context.Background(), key))
+			for _, ns := range []string{"", "app-b", "other", "x"} {
+				if st, _ := post(t, srv.URL+"/store/set", inNamespace(t, captured, ns)); st != http.StatusGone {
+					t.Errorf("replay into namespace %q after logout: %d, want 410", ns, st)
+				}
+				resp, err := http.Get(srv.URL + "/store/get?key=" + pub + "&namespace=" + ns)
+				must(t, err)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusNotFound {
+					t.Errorf("get in namespace %q after logout: %d, want 404", ns, resp.StatusCode)
+				}
+			}
+			// Once the logged-out record would have expired, the key is
+			// free again (the protocol's known limit, docs/auth.md).
+			clk.add(3601e9)
+			if st, msg := post(t, srv.URL+"/store/set", inNamespace(t, captured, "other")); st != 200 {
+				t.Errorf("after the tombstone expired: %d %s", st, msg)
+			}
+		})
+	}
+}
+
 // derSignature is the signature the JavaScript session managers send: DER
 // in hex (JS eccrypto's sign).
 func derSignature(key *secp256k1.PrivateKey, data string) string {

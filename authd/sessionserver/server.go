@@ -7,8 +7,9 @@
 // The server checks every write's signature against the key it is stored
 // under, so only the holder of the session key can write its record. It
 // cannot read the records: they are encrypted to the same key. A logout
-// (a set with timeout 1) leaves a tombstone, so the captured request that
-// wrote the record cannot bring it back. Every client IP has limits of
+// (a set with timeout 1) leaves a tombstone covering the key in every
+// namespace, so the captured request that wrote the record cannot bring
+// it back, under its namespace or any other. Every client IP has limits of
 // writes and reads per window and of bytes stored (Limits).
 package sessionserver
 

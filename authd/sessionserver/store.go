@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/porticohq/portico/authd/privfile"
 	"github.com/porticohq/portico/internal/sqldb"
 )
 
@@ -38,11 +37,13 @@ type Record struct {
 // Store keeps session records. *DB implements it on SQLite and PostgreSQL.
 type Store interface {
 	// Put creates or replaces the record of (Key, Namespace), or returns
-	// ErrInvalidated if the key was logged out and its tombstone lives.
+	// ErrInvalidated if the key was logged out and a tombstone of it, in
+	// any namespace, lives.
 	Put(ctx context.Context, r Record, now time.Time) error
 	// Invalidate replaces the record with a tombstone that lives until
-	// the record would have expired, and at least until r.ExpiresAt;
-	// r.Data is not kept.
+	// the record would have expired, and at least until r.ExpiresAt, and
+	// the key's live records in other namespaces with tombstones of their
+	// own; r.Data is not kept.
 	Invalidate(ctx context.Context, r Record, now time.Time) error
 	// Update replaces the data of a live record, keeping its expiry, or
 	// returns ErrNotFound.
@@ -67,11 +68,6 @@ type DB struct {
 // OpenSQLite opens (creating it if needed) the SQLite database at path and
 // migrates it. An empty path opens a private in-memory database.
 func OpenSQLite(ctx context.Context, path string) (*DB, error) {
-	if path != "" {
-		if err := privfile.Prepare(path); err != nil {
-			return nil, fmt.Errorf("sessionserver: %w", err)
-		}
-	}
 	db, err := sqldb.OpenSQLite(path, sqldb.SQLiteOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("sessionserver: %w", err)
@@ -135,14 +131,18 @@ func (d *DB) Version(ctx context.Context) (int, error) {
 	return sqldb.Version(ctx, d.db, "auth_sessions_schema")
 }
 
-// Put creates or replaces a record unless a live tombstone holds the key.
+// Put creates or replaces a record unless a live tombstone holds the key,
+// in any namespace: the signature covers only the data, so a captured
+// request must not bring a logged-out session back under another
+// namespace.
 func (d *DB) Put(ctx context.Context, r Record, now time.Time) error {
 	res, err := d.db.ExecContext(ctx, d.d.Rebind(`INSERT INTO auth_sessions (session_key, namespace, data, expires_at, updated_at, client, tombstone)
-		VALUES (?, ?, ?, ?, ?, ?, 0)
+		SELECT ?, ?, ?, CAST(? AS BIGINT), CAST(? AS BIGINT), ?, 0
+		WHERE NOT EXISTS (SELECT 1 FROM auth_sessions WHERE session_key = ? AND tombstone = 1 AND expires_at > ?)
 		ON CONFLICT (session_key, namespace) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at,
 			updated_at = excluded.updated_at, client = excluded.client, tombstone = 0
 		WHERE auth_sessions.tombstone = 0 OR auth_sessions.expires_at <= ?`),
-		r.Key, r.Namespace, r.Data, r.ExpiresAt.UnixMilli(), now.UnixMilli(), r.Client, now.UnixMilli())
+		r.Key, r.Namespace, r.Data, r.ExpiresAt.UnixMilli(), now.UnixMilli(), r.Client, r.Key, now.UnixMilli(), now.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("sessionserver: put: %w", err)
 	}
@@ -153,14 +153,28 @@ func (d *DB) Put(ctx context.Context, r Record, now time.Time) error {
 }
 
 // Invalidate writes a tombstone that lives as long as the record it
-// replaces would have, and at least until r.ExpiresAt.
+// replaces would have, and at least until r.ExpiresAt, and turns the key's
+// live records in every other namespace into tombstones too: a logout ends
+// the session key, not one of its records.
 func (d *DB) Invalidate(ctx context.Context, r Record, now time.Time) error {
-	_, err := d.db.ExecContext(ctx, d.d.Rebind(`INSERT INTO auth_sessions (session_key, namespace, data, expires_at, updated_at, client, tombstone)
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sessionserver: invalidate: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, d.d.Rebind(`INSERT INTO auth_sessions (session_key, namespace, data, expires_at, updated_at, client, tombstone)
 		VALUES (?, ?, '', ?, ?, ?, 1)
 		ON CONFLICT (session_key, namespace) DO UPDATE SET data = '', tombstone = 1, updated_at = excluded.updated_at,
 			expires_at = CASE WHEN auth_sessions.expires_at > excluded.expires_at THEN auth_sessions.expires_at ELSE excluded.expires_at END`),
-		r.Key, r.Namespace, r.ExpiresAt.UnixMilli(), now.UnixMilli(), r.Client)
-	if err != nil {
+		r.Key, r.Namespace, r.ExpiresAt.UnixMilli(), now.UnixMilli(), r.Client); err != nil {
+		return fmt.Errorf("sessionserver: invalidate: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, d.d.Rebind(`UPDATE auth_sessions SET data = '', tombstone = 1, updated_at = ?
+		WHERE session_key = ? AND namespace <> ? AND tombstone = 0 AND expires_at > ?`),
+		now.UnixMilli(), r.Key, r.Namespace, now.UnixMilli()); err != nil {
+		return fmt.Errorf("sessionserver: invalidate: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sessionserver: invalidate: %w", err)
 	}
 	return nil

@@ -46,6 +46,7 @@ var setups = map[string]func(context.Context, *cli) error{
 	"chaos":       chaosSetup,
 	"observe":     observeSetup,
 	"subs":        subsSetup,
+	"guess":       guessSetup,
 }
 
 func run(ctx context.Context, c *cli) error {

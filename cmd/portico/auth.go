@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -133,27 +134,83 @@ func (a *authListener) Close() error {
 }
 
 // startServeAuth starts the auth server beside `portico serve` on its own
-// port: listen, or 127.0.0.1:8550 (port 0 when the gateway's listener is
-// port 0, as in tests), with its state under dataDir/auth and its log
-// through the gateway's logger. It prints one line and returns the server
-// to close.
-func startServeAuth(ctx context.Context, listen, gatewayListen, dataDir string, log *slog.Logger, s *Streams) (*authListener, error) {
+// port: c.AuthListen, or 127.0.0.1:8550 (port 0 when the gateway's
+// listener is port 0, as in tests), with its state under dataDir/auth, its
+// node keys beside dataDir (serveNodeKeyDir) and its log through the
+// gateway's logger. Email codes are mailed by the SMTP server of
+// c.AuthLoginConfig, or logged with c.AuthDevLogCodes (development only),
+// as with portico auth serve; with neither, email login is off. It prints
+// its lines and returns the server to close.
+func startServeAuth(ctx context.Context, c *ServeCmd, gatewayListen, dataDir string, log *slog.Logger, s *Streams) (*authListener, error) {
+	listen := c.AuthListen
 	if listen == "" {
 		listen = "127.0.0.1:8550"
 		if _, port, err := net.SplitHostPort(gatewayListen); err == nil && port == "0" {
 			listen = "127.0.0.1:0"
 		}
 	}
+	login, err := authd.LoadLoginFile(c.AuthLoginConfig)
+	if err != nil {
+		return nil, fmt.Errorf("auth server: %w", err)
+	}
+	log = log.With("component", "auth")
+	keyDir, err := serveNodeKeyDir(dataDir, c.AuthNodeKeyDir, log)
+	if err != nil {
+		return nil, fmt.Errorf("auth server: %w", err)
+	}
 	if dataDir != "" {
 		dataDir = filepath.Join(dataDir, "auth")
 	}
-	a, err := listenAuth(ctx, listen, authd.Config{DataDir: dataDir, Clients: []clients.Client{DevClient()}, DevLogCodes: true}, log.With("component", "auth"))
+	a, err := listenAuth(ctx, listen, authd.Config{DataDir: dataDir, NodeKeyDir: keyDir, Login: login,
+		Clients: []clients.Client{DevClient()}, DevLogCodes: c.AuthDevLogCodes}, log)
 	if err != nil {
 		return nil, fmt.Errorf("auth server: %w", err)
 	}
 	fmt.Fprintf(s.Out, "auth: %s/ (login pages, session server)\n", a.URL)
 	fmt.Fprintf(s.Out, "auth: dev client id %s (redirects to loopback callbacks http://127.0.0.1:*/callback/…); register others with portico auth clients add\n", DevClientID)
+	switch {
+	case login.SMTP != nil:
+		fmt.Fprintf(s.Out, "auth: email login codes are mailed through %s\n", login.SMTP.Host)
+	case c.AuthDevLogCodes:
+		fmt.Fprintln(s.Out, "auth: email login codes are written to the log (--auth-dev-log-codes: development only)")
+	default:
+		fmt.Fprintln(s.Out, "auth: email login is off: give smtp in --auth-login-config (or, for development only, --auth-dev-log-codes)")
+	}
 	return a, nil
+}
+
+// serveNodeKeyDir is where `portico serve` keeps the embedded key nodes'
+// key files: keyDir if given, else <dataDir>.node-keys beside the data
+// directory (none without one: the nodes then keep nothing). The keys seal
+// the shares kept under dataDir/auth; apart from them, a copy or backup
+// of the data directory alone opens no share. Before, the default was
+// dataDir/auth.node-keys: keys found there are moved to the new place,
+// so the shares they sealed still open.
+func serveNodeKeyDir(dataDir, keyDir string, log *slog.Logger) (string, error) {
+	if keyDir != "" || dataDir == "" {
+		return keyDir, nil
+	}
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return "", err
+	}
+	keyDir = abs + ".node-keys"
+	old := filepath.Join(dataDir, "auth.node-keys")
+	if _, err := os.Stat(old); err != nil {
+		return keyDir, nil
+	}
+	switch _, err := os.Stat(keyDir); {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.Rename(old, keyDir); err != nil {
+			return "", fmt.Errorf("move the node keys out of the data directory, from %s to %s: %w", old, keyDir, err)
+		}
+		log.Warn("moved the key nodes' key files out of the data directory, so that a copy of it does not carry them", "from", old, "to", keyDir)
+	case err == nil:
+		log.Warn("node keys found at the old place inside the data directory are not used; remove them once the shares open", "old", old, "used", keyDir)
+	default:
+		return "", err
+	}
+	return keyDir, nil
 }
 
 // DevClientID is the client id `portico serve` registers for the SDK's

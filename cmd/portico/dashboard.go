@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"net"
-	"net/http"
 	"strings"
 	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
+	"github.com/porticohq/portico/admin"
 	"github.com/porticohq/portico/dashboard"
 )
 
@@ -17,9 +17,11 @@ import (
 // listener in front of next. api is the admin API, which the dashboard
 // calls in-process for everything it shows and changes. The returned
 // links must be published once the networks' listeners are bound.
-func (m *Main) withDashboard(next fasthttp.RequestHandler, api http.Handler) (fasthttp.RequestHandler, *dashboardLinks, error) {
+// The two check the token with one Checker, so wrong tokens sent to
+// either are slowed together.
+func (m *Main) withDashboard(next fasthttp.RequestHandler, api *admin.API) (fasthttp.RequestHandler, *dashboardLinks, error) {
 	links := &dashboardLinks{}
-	d, err := dashboard.New(dashboard.Config{Admin: api, Token: m.Config.Admin.Token, Networks: links.get, Logger: m.log})
+	d, err := dashboard.New(dashboard.Config{Admin: api, Token: m.Config.Admin.Token, Tokens: api.Tokens(), Networks: links.get, Logger: m.log})
 	if err != nil {
 		return nil, nil, err
 	}

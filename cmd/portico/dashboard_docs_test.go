@@ -9,13 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/porticohq/portico/admintoken"
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/dashboard"
 )
 
 // TestDashboardDocs keeps the Dashboard section of docs/operations.md
 // true: its config turns the dashboard on, its limits table is the
-// dashboard's defaults, and its screenshot is there.
+// dashboard's and the admin token checker's defaults, and its screenshot
+// is there.
 func TestDashboardDocs(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
@@ -43,10 +45,15 @@ func TestDashboardDocs(t *testing.T) {
 	}
 
 	limit := func(l dashboard.Limit) string { return fmt.Sprintf("%d at once, then 1 every %s", l.Burst, l.Every) }
+	tok := admintoken.DefaultLimits
 	want := [][2]string{
 		{"session lifetime", dashboard.DefaultSessionTTL.String()},
 		{"sessions held", fmt.Sprint(dashboard.DefaultMaxSessions)},
-		{"failed sign-ins per client address", limit(dashboard.DefaultSignInLimit)},
+		{"wrong admin tokens per client address answered at once", fmt.Sprint(tok.Free)},
+		{"then each check from that address waits", fmt.Sprintf("%s, doubling to %s", tok.Base, tok.Max)},
+		{"free wrong tokens from all addresses", fmt.Sprint(tok.GlobalFree)},
+		{"wrong tokens forgotten after the last", tok.Forget.String()},
+		{"client addresses tracked for wrong tokens", fmt.Sprint(tok.MaxClients)},
 		{"requests without a session per client address", limit(dashboard.DefaultPageLimit)},
 		{"client addresses tracked per limit", fmt.Sprint(dashboard.DefaultMaxClients)},
 	}

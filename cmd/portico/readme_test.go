@@ -204,10 +204,11 @@ func TestREADME(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
-	// `make run` is `portico serve --data-dir portico-data`: the curl
-	// sessions run against it in-process, as soon as its ready lines are
-	// out. (The make run line itself runs below, under a terminal.)
-	serve := startCommand(ctx, t, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", "portico-data"})
+	// `make run` is `portico serve --data-dir portico-data
+	// --auth-dev-log-codes`: the curl sessions run against it in-process,
+	// as soon as its ready lines are out. (The make run line itself runs
+	// below, under a terminal.)
+	serve := startCommand(ctx, t, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", "portico-data", "--auth-dev-log-codes"})
 	serve.wait(t, authReadyRE)
 	gw := parseReady(t, serve.out.String())
 

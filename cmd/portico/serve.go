@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/internal/sqldb"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/store"
@@ -46,6 +46,11 @@ type ServeCmd struct {
 	// The auth server (login pages, session server, key network) on its own port.
 	AuthListen string `help:"Address of the auth server (login pages, session server, embedded key network); default 127.0.0.1:8550, or port 0 when --listen is port 0." env:"PORTICO_SERVE_AUTH_LISTEN"`
 	NoAuth     bool   `help:"Do not start the auth server." env:"PORTICO_NO_AUTH"`
+	// What portico auth serve takes as --login-config, --dev-log-codes
+	// and --node-key-dir.
+	AuthLoginConfig string `help:"JSON file with the auth server's login providers (smtp for email codes, oidc, verifiers, passwordless, baseUrls), as portico auth serve --login-config takes; see docs/auth.md." type:"existingfile" env:"PORTICO_SERVE_AUTH_CONFIG"`
+	AuthDevLogCodes bool   `help:"DEVELOPMENT ONLY: write the auth server's email login codes to the log instead of mailing them (without smtp in --auth-login-config); make run passes it." env:"PORTICO_SERVE_AUTH_DEV_LOG_CODES"`
+	AuthNodeKeyDir  string `help:"Directory of the embedded key nodes' key files, which seal their shares; default <data-dir>.node-keys beside the data directory, so that a copy of the data directory does not carry the keys that open it." type:"path" env:"PORTICO_SERVE_AUTH_NODE_KEY_DIR"`
 }
 
 // Run loads the config, starts serving and waits for ctx to end.
@@ -82,7 +87,7 @@ func (c *ServeCmd) Run(ctx context.Context, s *Streams) error {
 		return err
 	}
 	if !c.NoAuth {
-		a, err := startServeAuth(ctx, c.AuthListen, cfg.Listen, cfg.DataDir, m.log, s)
+		a, err := startServeAuth(ctx, c, cfg.Listen, cfg.DataDir, m.log, s)
 		if err != nil {
 			m.Close()
 			return err
@@ -151,7 +156,8 @@ func (m *Main) Run(ctx context.Context) error {
 	m.logBuf = logBuf
 	m.log = newLogger(logw, cfg.Log)
 	if cfg.DataDir != "" {
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		// 0700 even if it existed: it holds the dev key and the store.
+		if err := sqldb.MakePrivateDir(cfg.DataDir); err != nil {
 			return fmt.Errorf("data dir: %w", err)
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -85,6 +86,37 @@ func TestDevKeyPersists(t *testing.T) {
 	}
 	if !strings.Contains(s2.stdout.String(), "stored in "+filepath.Join(dir, "dev-key")) {
 		t.Fatalf("stdout:\n%s", s2.stdout)
+	}
+}
+
+// Issue 23: serve made portico.db 0644 in a data directory that already
+// existed as 0755. The data directory is 0700 and the store 0600, whatever
+// they were before.
+func TestDataDirPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "portico-data")
+	db := filepath.Join(dir, "portico.db")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(os.Chmod(dir, 0o755), os.Chmod(db, 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.DefaultConfig()
+	cfg.DataDir = dir
+	cfg.Networks = []config.Network{{Name: "evm-devnet", Family: "evm", Devnet: config.Devnet{Disabled: true}}}
+	s := start(t, cfg)
+	defer s.m.Close()
+	for p, want := range map[string]os.FileMode{dir: 0o700, db: 0o600, db + "-wal": 0o600, filepath.Join(dir, "dev-key"): 0o600} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, fi.Mode().Perm(), want)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/config"
+	"github.com/porticohq/portico/internal/sqldb"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/store"
 )
@@ -37,7 +38,7 @@ func openStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
 	if cfg.DataDir == "" {
 		return store.OpenSQLite(ctx, "")
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+	if err := sqldb.MakePrivateDir(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	return store.OpenSQLite(ctx, filepath.Join(cfg.DataDir, "portico.db"))

@@ -83,9 +83,15 @@ type SQLiteOptions struct {
 
 // OpenSQLite opens (creating it if needed) the SQLite database at path, in
 // WAL mode with a busy timeout and immediate write transactions, so several
-// processes can share the file. An empty path opens a private in-memory
-// database, gone when it is closed.
+// processes can share the file. The file and its directory are made
+// private first (MakePrivate: 0600 and 0700, whatever they were). An empty
+// path opens a private in-memory database, gone when it is closed.
 func OpenSQLite(path string, o SQLiteOptions) (*sql.DB, error) {
+	if path != "" {
+		if err := MakePrivate(path); err != nil {
+			return nil, err
+		}
+	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	if o.ForeignKeys {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -97,5 +98,85 @@ func TestMigrate(t *testing.T) {
 				t.Fatalf("older binary on a newer database: %v", err)
 			}
 		})
+	}
+}
+
+// A database file and its directory are private to their owner whatever
+// existed before: a new directory and file, and ones made readable by
+// others (0755 and 0644, the usual umask) before Portico first ran.
+func TestOpenSQLiteMakesPrivate(t *testing.T) {
+	cases := []struct {
+		name string
+		pre  func(t *testing.T, dir, path string)
+	}{
+		{"new directory and file", func(*testing.T, string, string) {}},
+		{"directory 0755", func(t *testing.T, dir, _ string) { mustMode(t, os.Mkdir(dir, 0o755), dir, 0o755) }},
+		{"directory 0755, files 0644", func(t *testing.T, dir, path string) {
+			mustMode(t, os.Mkdir(dir, 0o755), dir, 0o755)
+			for _, p := range []string{path, path + "-wal", path + "-shm"} {
+				mustMode(t, os.WriteFile(p, nil, 0o644), p, 0o644)
+			}
+		}},
+		{"directory 0777", func(t *testing.T, dir, _ string) { mustMode(t, os.Mkdir(dir, 0o777), dir, 0o777) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			path := filepath.Join(dir, "portico.db")
+			c.pre(t, dir, path)
+			db, err := sqldb.OpenSQLite(path, sqldb.SQLiteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(`CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1)`); err != nil {
+				t.Fatal(err)
+			}
+			checkMode(t, dir, 0o700)
+			for _, p := range []string{path, path + "-wal", path + "-shm"} {
+				checkMode(t, p, 0o600)
+			}
+		})
+	}
+}
+
+// A directory shared with other users (sticky bit, as /tmp) is not taken
+// over: the open fails and says why.
+func TestOpenSQLiteRefusesSharedDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sqldb.OpenSQLite(filepath.Join(dir, "portico.db"), sqldb.SQLiteOptions{})
+	if !errors.Is(err, sqldb.ErrSharedDir) {
+		t.Fatalf("open in a sticky directory: %v, want ErrSharedDir", err)
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o777 {
+		t.Errorf("the shared directory's mode changed to %v", fi.Mode())
+	}
+}
+
+// mustMode fails on err and sets p's mode exactly (the umask aside).
+func mustMode(t *testing.T, err error, p string, mode os.FileMode) {
+	t.Helper()
+	if err == nil {
+		err = os.Chmod(p, mode)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkMode(t *testing.T, p string, want os.FileMode) {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != want {
+		t.Errorf("%s: mode %v, want %v", filepath.Base(p), fi.Mode().Perm(), want)
 	}
 }
