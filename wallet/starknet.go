@@ -24,6 +24,14 @@ func newStarknetAccount(seed []byte) (*StarknetAccount, error) {
 	if err != nil {
 		return nil, err
 	}
+	return NewStarknetAccount(priv)
+}
+
+// NewStarknetAccount is the standard account of a Stark private key given
+// as it is (a devnet's faucet key, a key from another wallet); logins use
+// FromState, which grinds the key out of the login's.
+func NewStarknetAccount(priv *big.Int) (*StarknetAccount, error) {
+	priv = new(big.Int).Set(priv)
 	pub, err := starknettx.PublicKey(priv)
 	if err != nil {
 		return nil, err
