@@ -2,8 +2,8 @@ package starknetdevnet
 
 import (
 	"context"
-	"encoding/json"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 

@@ -35,7 +35,7 @@ func generous() starknettx.ResourceBounds {
 // transferTx is an unsigned INVOKE of the fee token's transfer.
 func transferTx(to starknettx.Felt, amount, nonce uint64, b starknettx.ResourceBounds) *starknettx.Invoke {
 	return &starknettx.Invoke{
-		Common: starknettx.Common{Nonce: feltU64(nonce), ResourceBounds: b},
+		Common:   starknettx.Common{Nonce: feltU64(nonce), ResourceBounds: b},
 		Calldata: []Felt{feltU64(1), tokenAddress, selTransferFn, feltU64(3), to, feltU64(amount), {}},
 	}
 }
