@@ -469,7 +469,10 @@ func (f *starknetFamily) bounds(ctx context.Context, query func() (any, error)) 
 	if len(est) != 1 {
 		return b, errors.New("estimateFee answered no estimate")
 	}
-	u := func(s string) uint64 { v, _ := new(big.Int).SetString(strings.TrimPrefix(s, "0x"), 16); return v.Uint64() }
+	u := func(s string) uint64 {
+		v, _ := new(big.Int).SetString(strings.TrimPrefix(s, "0x"), 16)
+		return v.Uint64()
+	}
 	e := est[0]
 	b.L2Gas.MaxAmount, b.L1DataGas.MaxAmount = u(e.L2Gas)*3/2, u(e.DataGas)*3/2
 	b.L2Gas.MaxPricePerUnit.SetUint64(2 * u(e.L2Price))
