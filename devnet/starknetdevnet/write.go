@@ -180,6 +180,9 @@ func (d *Devnet) prepareInvoke(tx *starknettx.Invoke, ov *overlay, validate, bal
 		if err != nil {
 			return nil, specError(codeUnexpected, fmt.Sprintf("call %d: %v", i, err))
 		}
+		if u.spend+m.amount < u.spend {
+			return nil, specError(codeUnexpected, fmt.Sprintf("call %d: the transfers add up past 2^64, the devnet's balances", i))
+		}
 		u.moves = append(u.moves, m)
 		u.spend += m.amount
 	}
@@ -187,7 +190,7 @@ func (d *Devnet) prepareInvoke(tx *starknettx.Invoke, ov *overlay, validate, bal
 	if err := d.checkCommon(u, nonce, validate, balance); err != nil {
 		return nil, err
 	}
-	if balance && u.spend+u.fee() > d.balance(u.sender) {
+	if bal := d.balance(u.sender); balance && (u.spend > bal || u.fee() > bal-u.spend) {
 		return nil, specError(codeUnexpected, fmt.Sprintf("the transfers (%d) and the fee (%d) exceed the balance (%d); a node would include the transaction as REVERTED", u.spend, u.fee(), d.balance(u.sender)))
 	}
 	return u, nil

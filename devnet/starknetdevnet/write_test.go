@@ -280,3 +280,26 @@ func (e *rpcError) dataOr() string {
 	}
 	return string(e.Data)
 }
+
+// Transfers whose amounts add up past 2^64 are refused, not wrapped
+// around the balance check.
+func TestWriteAPIOverflow(t *testing.T) {
+	d, c := startDevnet(t, Config{})
+	chain := d.chain.chainID
+	faucet, _ := wallet.NewStarknetAccount(FaucetKey())
+	half := feltU64(1 << 63)
+	tx := &starknettx.Invoke{Common: starknettx.Common{Nonce: feltU64(0), ResourceBounds: generous()},
+		Calldata: []Felt{feltU64(2),
+			tokenAddress, selTransferFn, feltU64(3), feltU64(0xabc), half, {},
+			tokenAddress, selTransferFn, feltU64(3), feltU64(0xabc), half, {}}}
+	if err := faucet.SignInvoke(tx, chain); err != nil {
+		t.Fatal(err)
+	}
+	before := balanceOf(t, c, faucet.Address(), `"pending"`)
+	if _, e := send(c, tx); e == nil || e.Code != 63 {
+		t.Fatalf("2 × 2^63: %v", e)
+	}
+	if got := balanceOf(t, c, faucet.Address(), `"pending"`); got != before {
+		t.Fatalf("balance %d, was %d", got, before)
+	}
+}
