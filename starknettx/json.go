@@ -101,7 +101,10 @@ func writeBound(b *bytes.Buffer, r *ResourceBound) {
 }
 
 // DecodeInvoke reads a BROADCASTED_INVOKE_TXN. A malformed field is a
-// *FieldError; a version other than 3 is ErrUnsupportedVersion.
+// *FieldError; a version other than 3 is ErrUnsupportedVersion. It takes
+// what Portico's wallet sends and its devnet runs, and says so by field
+// for the rest: L1 data availability only, no paymaster data, no account
+// deployment data (accounts are deployed by DEPLOY_ACCOUNT).
 func DecodeInvoke(raw []byte) (*Invoke, error) {
 	f, err := newFields(raw, "INVOKE")
 	if err != nil {
