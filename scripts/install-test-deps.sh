@@ -5,7 +5,9 @@
 # package.json and package-lock.json) into node_modules at the repository
 # root: the anvil EVM node, and the auth SDK family's JavaScript libraries
 # that authd's interop tests run with node (@toruslabs/openlogin,
-# openlogin-session-manager, session-manager, eccrypto, @web3auth/auth).
+# openlogin-session-manager, session-manager, eccrypto, @web3auth/auth),
+# and the chain libraries the wallet's interop test checks its addresses
+# and signatures against (ethers, @solana/web3.js, starknet).
 # Then it checks that anvil runs and the libraries load. Idempotent: nothing
 # is fetched when the pinned versions are installed. Runs from any
 # directory.
@@ -85,3 +87,10 @@ for mod in @toruslabs/openlogin @toruslabs/openlogin-session-manager @toruslabs/
 	}
 done
 echo "install-test-deps: auth interop libraries loaded"
+for mod in ethers @solana/web3.js starknet; do
+	node -e "require('$mod')" >/dev/null || {
+		echo "install-test-deps: $mod does not load under node" >&2
+		exit 1
+	}
+done
+echo "install-test-deps: wallet interop libraries loaded"

@@ -27,6 +27,7 @@ type CLI struct {
 	Config  ConfigCmd  `cmd:"" help:"Check a config file without serving."`
 	Version VersionCmd `cmd:"" help:"Print the version."`
 	Auth    AuthCmd    `cmd:"" help:"Run the auth server (login pages, session server, key network), a key network node, or migrate an auth SDK config."`
+	Wallet  WalletCmd  `cmd:"" help:"Example: log in with the auth SDK and send one transfer on each chain family through the gateway (against make run)."`
 }
 
 func main() {
@@ -63,6 +64,11 @@ func cliVars() kong.Vars {
 
 // run parses args and runs the chosen command.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runInput(ctx, args, nil, stdout, stderr)
+}
+
+// runInput is run with a standard input of its own (nil: os.Stdin).
+func runInput(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var cli CLI
 	parser, err := kong.New(&cli,
 		kong.Name("portico"),
@@ -70,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		kong.UsageOnError(),
 		kong.Writers(stdout, stderr),
 		kong.BindTo(ctx, (*context.Context)(nil)),
-		kong.Bind(&Streams{Out: stdout, Err: stderr}),
+		kong.Bind(&Streams{Out: stdout, Err: stderr, In: stdin}),
 		cliVars(),
 	)
 	if err != nil {

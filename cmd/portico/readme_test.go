@@ -36,6 +36,8 @@ import (
 var notRun = map[string]string{
 	// make test runs the whole suite, this test included.
 	"make test": "runs every test, this one included",
+	// The wallet example asks for the login code on the terminal.
+	"go run ./cmd/portico wallet --email you@example.com": "asks for a login code on the terminal; TestWalletEndToEnd runs it against the real login pages, with the code from an SMTP server",
 }
 
 // knownBroken are README commands that fail today, by the command as

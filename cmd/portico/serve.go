@@ -35,6 +35,9 @@ import (
 type Streams struct {
 	Out io.Writer
 	Err io.Writer
+	// In is standard input for the commands that read it (wallet's
+	// code prompt); nil means os.Stdin.
+	In io.Reader
 }
 
 // ServeCmd runs the gateway until interrupted.

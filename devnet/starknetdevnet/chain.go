@@ -3,6 +3,8 @@ package starknetdevnet
 import (
 	"math/big"
 	"math/rand/v2"
+
+	"github.com/porticohq/portico/starknettx"
 )
 
 // Transaction kinds, as receipts name them.
@@ -39,6 +41,12 @@ type txn struct {
 	classHash Felt   // DECLARE: the declared class; DEPLOY_ACCOUNT: the account's
 	compiled  Felt   // DECLARE: the compiled class hash
 	salt      Felt   // DEPLOY_ACCOUNT: the address salt
+
+	// A wallet's transaction (write.go) also keeps what it signed; traffic
+	// leaves these empty and declares feesFor()'s bounds.
+	signature []Felt
+	bounds    *starknettx.ResourceBounds
+	tip       uint64
 }
 
 // Well-known names of the devnet's contracts. The fee token sits at the

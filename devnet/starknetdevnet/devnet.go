@@ -375,6 +375,7 @@ func (d *Devnet) loadOrGenesis(ctx context.Context) error {
 		}
 		d.world, d.head = w, head
 		d.openPending()
+		d.world.ensureWallets(d.pending.diff) // a chain made before the devnet had them
 		return nil
 	case errors.Is(err, sql.ErrNoRows):
 		if _, err := d.db.ExecContext(ctx, `INSERT INTO meta VALUES('chain_id', ?)`, d.cfg.ChainID); err != nil {
@@ -408,6 +409,7 @@ func (d *Devnet) genesis(ctx context.Context) error {
 		supply += initialBalance
 	}
 	w.setStorage(diff, tokenAddress, varTotalSupply, feltU64(supply))
+	w.ensureWallets(diff)
 	_, err := d.sealLocked(ctx)
 	return err
 }

@@ -17,5 +17,7 @@ func (d *Devnet) WSURL() string {
 
 // Info says what the running devnet offers, for a ready line.
 func (d *Devnet) Info() string {
-	return fmt.Sprintf("embedded rollup devnet at %s, chain id %s, spec %s", d.HTTPURL(), d.cfg.ChainID, SpecVersion)
+	faucet := FaucetAddress()
+	return fmt.Sprintf("embedded rollup devnet at %s, chain id %s, spec %s; faucet account %s, key 0x%s (a public test key, dev only: never use it elsewhere)",
+		d.HTTPURL(), d.cfg.ChainID, SpecVersion, feltHex(&faucet), FaucetKey().Text(16))
 }

@@ -45,6 +45,15 @@ var methods = map[string]method{
 	"starknet_getEvents":             (*Devnet).rpcGetEvents,
 	"starknet_getStateUpdate":        (*Devnet).rpcGetStateUpdate,
 
+	// What a wallet needs (wallet_reads.go, write.go); the two add methods
+	// run under the write lock (writes).
+	"starknet_getNonce":                    (*Devnet).rpcGetNonce,
+	"starknet_call":                        (*Devnet).rpcCall,
+	"starknet_estimateFee":                 (*Devnet).rpcEstimateFee,
+	"starknet_getTransactionStatus":        (*Devnet).rpcGetTransactionStatus,
+	"starknet_addInvokeTransaction":        (*Devnet).rpcAddInvokeTransaction,
+	"starknet_addDeployAccountTransaction": (*Devnet).rpcAddDeployAccountTransaction,
+
 	// The WebSocket API (subscriptions.go); over HTTP they answer -32601.
 	"starknet_subscribeNewHeads":            (*Devnet).rpcSubscribeNewHeads,
 	"starknet_subscribeEvents":              (*Devnet).rpcSubscribeEvents,
@@ -52,6 +61,10 @@ var methods = map[string]method{
 	"starknet_subscribePendingTransactions": (*Devnet).rpcSubscribePendingTransactions,
 	"starknet_unsubscribe":                  (*Devnet).rpcUnsubscribe,
 }
+
+// writes are the methods that change the pending block: they run under
+// the write lock.
+var writes = map[string]bool{"starknet_addInvokeTransaction": true, "starknet_addDeployAccountTransaction": true}
 
 // ServeRPC answers one call; methods give their results as JSON.
 func (h rpcHandler) ServeRPC(ctx context.Context, method string, params jsontext.Value) (any, error) {
@@ -62,7 +75,7 @@ func (h rpcHandler) ServeRPC(ctx context.Context, method string, params jsontext
 	return jsontext.Value(res), nil
 }
 
-// call runs one method under the read lock.
+// call runs one method under the read lock (the write lock for writes).
 func (d *Devnet) call(ctx context.Context, name string, params jsontext.Value) ([]byte, error) {
 	if rest, ok := strings.CutPrefix(name, "rollup_"); ok {
 		name = "starknet_" + rest
@@ -71,8 +84,13 @@ func (d *Devnet) call(ctx context.Context, name string, params jsontext.Value) (
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + name}
 	}
-	d.mu.RLock()
-	defer d.mu.RUnlock()
+	if writes[name] {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+	} else {
+		d.mu.RLock()
+		defer d.mu.RUnlock()
+	}
 	if d.db == nil || d.closed {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "devnet is not running"}
 	}

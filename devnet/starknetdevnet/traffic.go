@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/porticohq/portico/starknettx"
 )
 
 // Traffic amounts, in the token's smallest unit.
@@ -18,12 +20,12 @@ func devPublicKey(i uint64) Felt {
 	return poseidon(new(Felt).SetUint64(0xdeadbeef), new(Felt).SetUint64(i))
 }
 
-// accounts returns the deployed accounts (every contract but the token),
-// in address order.
+// accounts returns the accounts traffic moves (every contract but the
+// token and the wallets' accounts, wallets.go), in address order.
 func (w *worldState) accounts() []Felt {
 	var out []Felt
 	for _, a := range sortedKeys(w.contracts) {
-		if f := feltFromKey(a[:]); !f.Equal(&tokenAddress) {
+		if f := feltFromKey(a[:]); !f.Equal(&tokenAddress) && !w.isWalletAccount(f) {
 			out = append(out, f)
 		}
 	}
@@ -174,7 +176,7 @@ func (d *Devnet) upgrade(acct Felt, rng *rand.Rand) {
 	cur := d.world.contracts[acct.Bytes()].classHash
 	for _, h := range sortedKeys(d.world.classes) {
 		f := feltFromKey(h[:])
-		if !f.Equal(&tokenClass) && !f.Equal(&cur) {
+		if !f.Equal(&tokenClass) && !f.Equal(&cur) && !f.Equal(&starknettx.OZAccountClassHash) {
 			choices = append(choices, f)
 		}
 	}

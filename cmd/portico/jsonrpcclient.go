@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// jsonRPCClient is the few lines of JSON-RPC the wallet example needs for
+// the rollup, which has no Go client this module can use.
+type jsonRPCClient struct {
+	url string
+}
+
+// jsonRPCError is an error answer.
+type jsonRPCError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *jsonRPCError) Error() string {
+	if len(e.Data) > 0 {
+		return fmt.Sprintf("%d %s: %s", e.Code, e.Message, e.Data)
+	}
+	return fmt.Sprintf("%d %s", e.Code, e.Message)
+}
+
+// call sends one call and decodes its result into out.
+func (c *jsonRPCClient) call(ctx context.Context, method string, params, out any) error {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return err
+	}
+	var r struct {
+		Result json.RawMessage `json:"result"`
+		Error  *jsonRPCError   `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("%s: HTTP %s: %.200s", method, resp.Status, raw)
+	}
+	if r.Error != nil {
+		return r.Error
+	}
+	return json.Unmarshal(r.Result, out)
+}
