@@ -19,6 +19,7 @@ import (
 	"github.com/porticohq/portico/chain/solana"
 	"github.com/porticohq/portico/chain/starknet"
 	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/upstream"
 )
@@ -145,11 +146,11 @@ type cacheEnv struct {
 }
 
 func newCacheEnv(t *testing.T, table portico.Table, node *chainNode) *cacheEnv {
-	cache := gateway.NewCache(1<<20, nil)
+	cache := network.NewCache(1<<20, nil)
 	return newCacheEnvWith(t, table, node, cache)
 }
 
-func newCacheEnvWith(t *testing.T, table portico.Table, node *chainNode, cache *gateway.Cache) *cacheEnv {
+func newCacheEnvWith(t *testing.T, table portico.Table, node *chainNode, cache *network.Cache) *cacheEnv {
 	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -163,11 +164,10 @@ func newCacheEnvWith(t *testing.T, table portico.Table, node *chainNode, cache *
 	t.Cleanup(cache.Close)
 	gw := gateway.New(gateway.Config{
 		Keys:     apikey.NewSet(apikey.Entry{Name: "tester", Hash: apikey.Sum(testKey)}),
-		Networks: []*gateway.Network{{Name: "net", Methods: methods, Upstream: pool}},
+		Networks: []*gateway.Network{served("net", methods, pool, cache, false, nil, nil)},
 		Limits: gateway.Limits{MaxBodyBytes: 1 << 20, MaxBatch: 10, MaxBatchResponseBytes: 1 << 20, MaxWSMessageBytes: 1 << 20,
 			MaxConnections: 100, MaxWSConnections: 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
 			IdleTimeout: 5 * time.Second, WSIdleTimeout: time.Minute},
-		Cache: cache,
 	})
 	e := &env{gw: gw, logs: &syncBuffer{}}
 	e.srv = startServer(t, gw, gw.NetworkHandler("net"))

@@ -14,6 +14,7 @@ import (
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/membudget"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/network"
 )
 
 // maxBatchParallel bounds how many calls of one batch run at once, so that
@@ -27,16 +28,7 @@ type request struct {
 }
 
 // outcome is the answer to one call: result bytes or an error.
-type outcome struct {
-	result jsontext.Value
-	err    error
-	// cache says whether the call could be served from cache and was.
-	cache cacheState
-	// framed, when set, is the whole response but its closing brace,
-	// built in the response buffer with the result in place: a single
-	// call's result is copied from the node's answer once, not twice.
-	framed []byte
-}
+type outcome = network.Outcome
 
 // prepared is a call that passed every check and may be charged.
 type prepared struct {
@@ -94,7 +86,7 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 	for i := range calls {
 		p, err := g.prepare(rq, &calls[i])
 		if err != nil {
-			outs[i].err = err
+			outs[i].Err = err
 			continue
 		}
 		preps[i] = p
@@ -116,8 +108,8 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 	// failCharged gives every charged call the charge's error.
 	failCharged := func() {
 		for i := range calls {
-			if outs[i].err == nil && !preps[i].local {
-				outs[i] = outcome{err: chargeErr}
+			if outs[i].Err == nil && !preps[i].local {
+				outs[i] = outcome{Err: chargeErr}
 				preps[i].m = nil
 			}
 		}
@@ -137,9 +129,9 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 
 	w.calls(len(calls))
 	// run serves call i; a non-nil frame is where its response starts
-	// (see outcome.framed).
+	// (see network.Outcome's Framed).
 	run := func(i int, frame []byte) {
-		if outs[i].err != nil {
+		if outs[i].Err != nil {
 			return
 		}
 		ctx := ctx
@@ -147,15 +139,15 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			ctx = w.start(ctx, i, &preps[i])
 			defer w.done(i)
 		}
-		switch {
-		case preps[i].local:
+		switch p := &preps[i]; {
+		case p.local:
 			outs[i] = g.credits(ctx, rq)
-		case preps[i].sub != nil:
-			outs[i] = g.subscribe(ctx, rq, preps[i])
-		case preps[i].unsub != nil:
-			outs[i] = g.unsubscribe(ctx, rq, preps[i].unsub)
+		case p.sub != nil:
+			outs[i] = g.subscribe(ctx, rq, p)
+		case p.unsub != nil:
+			outs[i] = rq.net.Served.Unsubscribe(ctx, p.unsub)
 		default:
-			outs[i] = g.forward(ctx, rq, preps[i], frame)
+			outs[i] = rq.net.Served.Call(ctx, network.Call{Method: p.m, Params: p.params, Served: p.served}, frame)
 		}
 	}
 	if len(calls) == 1 {
@@ -173,15 +165,15 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		sem := make(chan struct{}, maxBatchParallel)
 		var wg sync.WaitGroup
 		for i := range calls {
-			if outs[i].err != nil {
+			if outs[i].Err != nil {
 				continue
 			}
 			sem <- struct{}{}
 			wg.Go(func() {
 				run(i, nil)
-				if n := int64(len(outs[i].result)); n > 0 {
+				if n := int64(len(outs[i].Result)); n > 0 {
 					if err := held.TakeErr(n); err != nil {
-						outs[i] = outcome{err: g.batchRefusal(err)}
+						outs[i] = outcome{Err: g.batchRefusal(err)}
 					}
 				}
 				<-sem
@@ -199,10 +191,10 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 	info := billing{bill: bill, batch: batch}
 	var spent int64
 	for i, o := range outs {
-		if o.cache != cacheNone {
+		if o.Cache == network.CacheHit || o.Cache == network.CacheMiss {
 			info.cacheable++
 		}
-		if o.cache == cacheHit {
+		if o.Cache == network.CacheHit {
 			info.hits++
 		}
 		if bill == nil || bill.Charged == 0 || preps[i].m == nil {
@@ -215,9 +207,9 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		// hit gives back what configuration says a hit does not cost.
 		refund := int64(0)
 		switch {
-		case o.err != nil && refundable(o.err):
+		case o.Err != nil && refundable(o.Err):
 			refund = int64(preps[i].m.Cost)
-		case o.err == nil && o.cache == cacheHit && g.hitOff > 0:
+		case o.Err == nil && o.Cache == network.CacheHit && g.hitOff > 0:
 			refund = int64(preps[i].m.Cost) * int64(g.hitOff) / 100
 		}
 		if refund > 0 {
@@ -292,6 +284,26 @@ func (g *Gateway) batchRefusal(err error) error {
 	return err
 }
 
+// subscribe serves a subscribe call within the key's bound on
+// subscriptions over every network.
+func (g *Gateway) subscribe(ctx context.Context, rq request, p *prepared) outcome {
+	key := rq.id.Name
+	g.subsMu.Lock()
+	if max := g.limits.MaxSubscriptionsPerKey; max > 0 && g.perKey[key] >= max {
+		g.subsMu.Unlock()
+		return outcome{Err: &portico.LimitError{Limit: portico.LimitKeySubscriptions, Max: int64(max)}}
+	}
+	g.perKey[key]++
+	g.subsMu.Unlock()
+	return rq.net.Served.Subscribe(ctx, p.sub, p.subParams, rq.id, func() {
+		g.subsMu.Lock()
+		if g.perKey[key]--; g.perKey[key] <= 0 {
+			delete(g.perKey, key)
+		}
+		g.subsMu.Unlock()
+	})
+}
+
 // refundable reports whether a charged call failed through our fault or
 // the upstream's, not the caller's: no upstream, a dead or slow upstream,
 // a result withheld for the batch's size bound, an internal error. A node's JSON-RPC error is an answer and stays
@@ -315,15 +327,15 @@ func refundable(err error) bool {
 // appendOutcome writes one response object. For a single call the status
 // follows the error; inside a batch it is always 200.
 func (g *Gateway) appendOutcome(dst []byte, id jsontext.Value, out outcome, single bool) ([]byte, int) {
-	if out.err == nil && out.framed != nil {
-		return jsonrpc.AppendResultEnd(out.framed), 200
+	if out.Err == nil && out.Framed != nil {
+		return jsonrpc.AppendResultEnd(out.Framed), 200
 	}
-	if out.err == nil {
-		return jsonrpc.AppendResult(dst, id, out.result), 200
+	if out.Err == nil {
+		return jsonrpc.AppendResult(dst, id, out.Result), 200
 	}
-	e, status, known := jsonrpc.ErrorFor(out.err)
-	if !known && !errors.Is(out.err, context.Canceled) {
-		g.log.Error("internal error", "err", out.err)
+	e, status, known := jsonrpc.ErrorFor(out.Err)
+	if !known && !errors.Is(out.Err, context.Canceled) {
+		g.log.Error("internal error", "err", out.Err)
 	}
 	if !single {
 		status = 200
@@ -377,12 +389,12 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 // credits answers portico_getCredits: the key's balance, without charge.
 func (g *Gateway) credits(ctx context.Context, rq request) outcome {
 	if g.meter == nil {
-		return outcome{result: jsontext.Value(`{"metered":false}`)}
+		return outcome{Result: jsontext.Value(`{"metered":false}`)}
 	}
 	b, err := g.meter.Balance(ctx, rq.id)
 	if err != nil {
-		return outcome{err: err}
+		return outcome{Err: err}
 	}
-	return outcome{result: fmt.Appendf(nil, `{"metered":true,"daily":%d,"used":%d,"remaining":%d,"resetsAt":%q,"ratePerSecond":%d}`,
+	return outcome{Result: fmt.Appendf(nil, `{"metered":true,"daily":%d,"used":%d,"remaining":%d,"resetsAt":%q,"ratePerSecond":%d}`,
 		b.Daily, b.Used, b.Remaining(), b.ResetAt.Format(time.RFC3339), rq.id.RatePerSecond)}
 }

@@ -17,18 +17,15 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
-	"github.com/porticohq/portico/chainview"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/membudget"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metrics"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/network"
 )
 
 // Authenticator checks the API key of a request.
@@ -36,30 +33,7 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, key string) (apikey.Identity, error)
 }
 
-// Upstream answers a network's calls and tells its heads; *upstream.Pool
-// is one.
-type Upstream interface {
-	// Do sends a call to a node and appends its result to dst.
-	Do(ctx context.Context, req upstream.Request, dst []byte) (jsontext.Value, error)
-	// HeadsFresh returns the network's tracked heads, and whether they
-	// are fresh enough to answer from.
-	HeadsFresh() (portico.Heads, bool)
-	// OnHeads registers the cache's and the subscriptions' listeners of
-	// new heads.
-	OnHeads(func(portico.Heads)) (stop func())
-	// View is the network's chain view: the served chain by hash, whose
-	// switches (reorgs) the cache and subscriptions follow.
-	View() *chainview.View
-	// Subscribe opens a subscription on a node that can hold one.
-	Subscribe(ctx context.Context, req upstream.SubRequest, notify func(method string, result jsontext.Value), ended func(error)) (cancel func(), node string, err error)
-	// CanSubscribe reports whether any node can hold subscriptions.
-	CanSubscribe() bool
-}
-
-var (
-	_ Authenticator = (*apikey.Set)(nil)
-	_ Upstream      = (*upstream.Pool)(nil)
-)
+var _ Authenticator = (*apikey.Set)(nil)
 
 // Meter charges calls in credits; *metering.Meter is one.
 type Meter interface {
@@ -73,17 +47,19 @@ type Meter interface {
 
 var _ Meter = (*metering.Meter)(nil)
 
-// Network is one served network.
+// Network is one served network: the hosts and methods the gateway
+// checks calls against, and the network that serves the calls that pass.
 type Network struct {
-	// Name identifies the network in logs, errors and cache keys.
+	// Name identifies the network in logs, errors and metrics.
 	Name string
 	// Hosts select the network on the shared listener (lower case, no
 	// port).
 	Hosts []string
 	// Methods is the network's resolved method table.
 	Methods *Methods
-	// Upstream answers the calls that pass the gateway's checks.
-	Upstream Upstream
+	// Served answers the calls that pass the gateway's checks: the cache,
+	// the nodes and the subscriptions.
+	Served *network.Network
 }
 
 // Limits bound what clients can send; see config.Limits.
@@ -123,8 +99,6 @@ type Config struct {
 	Keys     Authenticator
 	Networks []*Network
 	Limits   Limits
-	// Cache holds immutable results; nil disables caching.
-	Cache *Cache
 	// CacheHitDiscount is the share of a call's cost, in percent, given
 	// back when the answer came from cache. 0, the default, charges hits
 	// like misses: a user pays for the answer, not for our node.
@@ -141,9 +115,6 @@ type Config struct {
 	// Tracer, when set, starts a span per call (a child of the client's
 	// traceparent, if it sent one); the pool's attempts are its children.
 	Tracer trace.Tracer
-	// NoCoalesce turns off the coalescing of identical reads in flight
-	// (see flights): every call then goes to a node on its own.
-	NoCoalesce bool
 }
 
 // Gateway is the request-serving core with its two transports.
@@ -152,10 +123,9 @@ type Gateway struct {
 	byHost  map[string]*Network
 	byName  map[string]*Network
 	limits  Limits
-	cache   *Cache
-	flights *flights // nil when coalescing is off
-	hub     *subHub
-	hitOff  int // percent of a hit's cost given back
+	subsMu  sync.Mutex
+	perKey  map[string]int // subscriptions per key name, over every network
+	hitOff  int            // percent of a hit's cost given back
 	meter   Meter
 	log     *slog.Logger
 	obs     observer
@@ -178,7 +148,7 @@ func New(cfg Config) *Gateway {
 		byHost:  map[string]*Network{},
 		byName:  map[string]*Network{},
 		limits:  cfg.Limits,
-		cache:   cfg.Cache,
+		perKey:  map[string]int{},
 		hitOff:  min(max(cfg.CacheHitDiscount, 0), 100),
 		meter:   cfg.Meter,
 		log:     cfg.Logger,
@@ -195,25 +165,13 @@ func New(cfg Config) *Gateway {
 	g.mem = membudget.New("process", memory, nil)
 	g.keyMem = membudget.NewKeys(cfg.Limits.KeyMemoryBytes, g.mem)
 	g.obs = observer{metrics: cfg.Metrics, tracer: cfg.Tracer}
-	if !cfg.NoCoalesce {
-		g.flights = &flights{}
-	}
 	if a := cfg.AccessLog; a != nil && g.log.Enabled(context.Background(), slog.LevelInfo) {
 		g.obs.log, g.obs.sample = g.log, min(max(a.Sample, 0), 1)
 	}
-	g.hub = &subHub{g: g, topics: map[topicKey]*topic{}, perKey: map[string]int{}}
 	for _, n := range cfg.Networks {
 		g.byName[n.Name] = n
 		for _, h := range n.Hosts {
 			g.byHost[strings.ToLower(h)] = n
-		}
-		if g.cache != nil {
-			name, c := n.Name, g.cache
-			n.Upstream.OnHeads(func(h portico.Heads) { c.heads(name, h) })
-			n.Upstream.View().OnSwitch(func(sw chainview.Switch) { c.switched(name, sw) })
-			if h, ok := n.Upstream.HeadsFresh(); ok {
-				c.heads(name, h)
-			}
 		}
 	}
 	return g

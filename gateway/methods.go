@@ -212,3 +212,10 @@ func canonical(prefixes map[string]string, name string) string {
 	}
 	return name
 }
+
+// Subscriptions returns the family's subscription rules with the
+// network's configured costs, for the network that serves them.
+func (m *Methods) Subscriptions() portico.Subscriptions { return m.subs }
+
+// Chain returns the family's head-tracking hooks and block tags.
+func (m *Methods) Chain() portico.Chain { return m.chain }

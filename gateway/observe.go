@@ -15,6 +15,7 @@ import (
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/metrics"
+	"github.com/porticohq/portico/network"
 )
 
 // AccessLog configures the access log: one line per call at info level.
@@ -129,7 +130,7 @@ type callRecord struct {
 
 // outcomeOf classifies a call's answer for the outcome label.
 func outcomeOf(r *callRecord) (outcome string, code int) {
-	err := r.out.err
+	err := r.out.Err
 	if err == nil {
 		return metrics.OutcomeOK, 0
 	}
@@ -160,8 +161,8 @@ func (o *observer) record(ctx context.Context, r *callRecord, span trace.Span) {
 	outcome, code := outcomeOf(r)
 	if o.metrics != nil {
 		o.metrics.Call(r.network, r.method, r.name, outcome, code, r.took.Seconds())
-		if r.out.cache != cacheNone {
-			o.metrics.Cache(r.network, r.method, r.out.cache == cacheHit)
+		if r.out.Cache == network.CacheHit || r.out.Cache == network.CacheMiss {
+			o.metrics.Cache(r.network, r.method, r.out.Cache == network.CacheHit)
 		}
 	}
 	if span != nil {
@@ -172,7 +173,7 @@ func (o *observer) record(ctx context.Context, r *callRecord, span trace.Span) {
 				attribute.String("portico.network", r.network),
 				attribute.String("portico.key", r.key),
 				attribute.String("portico.node", r.node),
-				attribute.String("portico.cache", r.out.cache.String()),
+				attribute.String("portico.cache", r.out.Cache.String()),
 				attribute.Int64("portico.credits", r.credits),
 				attribute.String("portico.outcome", outcome),
 			)
@@ -180,7 +181,7 @@ func (o *observer) record(ctx context.Context, r *callRecord, span trace.Span) {
 				span.SetAttributes(attribute.Int("rpc.jsonrpc.error_code", code))
 			}
 			if outcome == metrics.OutcomeFailed {
-				span.SetStatus(codes.Error, r.out.err.Error())
+				span.SetStatus(codes.Error, r.out.Err.Error())
 			}
 		}
 		span.End()
@@ -189,19 +190,8 @@ func (o *observer) record(ctx context.Context, r *callRecord, span trace.Span) {
 		o.log.LogAttrs(ctx, slog.LevelInfo, "call",
 			slog.String("network", r.network), slog.String("method", r.method), slog.String("outcome", outcome),
 			slog.Int("code", code), slog.Duration("took", r.took), slog.Int64("credits", r.credits),
-			slog.String("key", r.key), slog.String("node", r.node), slog.String("cache", r.out.cache.String()))
+			slog.String("key", r.key), slog.String("node", r.node), slog.String("cache", r.out.Cache.String()))
 	}
-}
-
-// String names a cache state for logs and traces.
-func (s cacheState) String() string {
-	switch s {
-	case cacheHit:
-		return "hit"
-	case cacheMiss:
-		return "miss"
-	}
-	return "none"
 }
 
 // headerCarrier reads a client's trace context from its request headers.

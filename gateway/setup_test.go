@@ -22,6 +22,7 @@ import (
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/upstream"
@@ -152,7 +153,7 @@ func newEnv(t *testing.T, o options) *env {
 	if o.logger != nil {
 		logger = o.logger
 	}
-	cache := gateway.NewCache(1<<20, nil)
+	cache := network.NewCache(1<<20, nil)
 	t.Cleanup(cache.Close)
 	var keys gateway.Authenticator = apikey.NewSet(append(o.keys, apikey.Entry{Name: "tester", Hash: apikey.Sum(testKey)})...)
 	if o.auth != nil {
@@ -170,10 +171,8 @@ func newEnv(t *testing.T, o options) *env {
 		Metrics:    o.metrics,
 		Tracer:     o.tracer,
 		AccessLog:  o.access,
-		NoCoalesce: o.noCoalesce,
-		Networks:   []*gateway.Network{{Name: "testnet", Hosts: []string{"testnet.localhost"}, Methods: methods, Upstream: pool}},
+		Networks:   []*gateway.Network{served("testnet", methods, pool, cache, o.noCoalesce, o.meter, o.metrics, "testnet.localhost")},
 		Limits:     limits,
-		Cache:      cache,
 		Meter:      o.meter,
 		Logger:     logger,
 	})
@@ -187,6 +186,17 @@ func newEnv(t *testing.T, o options) *env {
 		}
 	})
 	return e
+}
+
+// served is a gateway network served by a network of pool's nodes.
+func served(name string, methods *gateway.Methods, pool *upstream.Pool, cache *network.Cache, noCoalesce bool, meter gateway.Meter, m *metrics.Metrics, hosts ...string) *gateway.Network {
+	var nm network.Meter
+	if meter != nil {
+		nm = meter
+	}
+	return &gateway.Network{Name: name, Hosts: hosts, Methods: methods, Served: network.New(network.Config{
+		Name: name, Upstream: pool, Tags: methods.Chain().Tags, Subs: methods.Subscriptions(), Cache: cache, NoCoalesce: noCoalesce,
+		Meter: nm, Metrics: m})}
 }
 
 // server is a gateway listener on a loopback port, as portico serve runs

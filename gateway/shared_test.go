@@ -10,7 +10,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/chain/evm"
-	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/internal/testsvc"
 )
 
@@ -23,7 +23,7 @@ func TestSharedCache(t *testing.T) {
 	opts, _ := redis.ParseURL(url)
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
-	shared, err := gateway.NewRedisShared(rdb, gateway.RedisSharedConfig{Prefix: prefix, TTL: time.Hour})
+	shared, err := network.NewRedisShared(rdb, network.RedisSharedConfig{Prefix: prefix, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +64,8 @@ func TestSharedCache(t *testing.T) {
 	}
 }
 
-func newSharedEnv(t *testing.T, node *chainNode, shared gateway.Shared) *cacheEnv {
-	e := newCacheEnvWith(t, evm.Table(), node, gateway.NewCache(1<<20, shared))
+func newSharedEnv(t *testing.T, node *chainNode, shared network.Shared) *cacheEnv {
+	e := newCacheEnvWith(t, evm.Table(), node, network.NewCache(1<<20, shared))
 	e.await(t, func(h portico.Heads) bool { return h.Latest == 20 })
 	return e
 }
@@ -97,14 +97,14 @@ func TestSharedCacheEntryChecked(t *testing.T) {
 	opts, _ := redis.ParseURL(url)
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
-	shared, err := gateway.NewRedisShared(rdb, gateway.RedisSharedConfig{Prefix: prefix})
+	shared, err := network.NewRedisShared(rdb, network.RedisSharedConfig{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	shared.Set(context.Background(), "k", []byte(`{"a":1}`))
 	waitFor(t, func() bool { _, ok := shared.Get(context.Background(), "k"); return ok })
 	// A forged entry: a valid zstd frame of invalid JSON.
-	forged, _ := gateway.NewRedisShared(rdb, gateway.RedisSharedConfig{Prefix: prefix})
+	forged, _ := network.NewRedisShared(rdb, network.RedisSharedConfig{Prefix: prefix})
 	forged.Set(context.Background(), "k", []byte(`{"a":`))
 	waitFor(t, func() bool { _, ok := shared.Get(context.Background(), "k"); return !ok })
 }

@@ -181,7 +181,7 @@ func subsEnvMetered(t *testing.T, limits func(*gateway.Limits), keys gateway.Aut
 	}
 	gw := gateway.New(gateway.Config{
 		Keys:     keys,
-		Networks: []*gateway.Network{{Name: "net", Methods: methods, Upstream: pool}},
+		Networks: []*gateway.Network{served("net", methods, pool, nil, false, meter, nil)},
 		Limits:   l,
 		Meter:    meter,
 	})

@@ -26,6 +26,7 @@ import (
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/internal/sqldb"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/store"
 	"github.com/porticohq/portico/upstream"
@@ -126,7 +127,7 @@ type Main struct {
 	tracer  trace.Tracer              // nil when tracing is off
 	pools   map[string]*upstream.Pool // by network
 	gw      *gateway.Gateway
-	cache   *gateway.Cache
+	cache   *network.Cache
 	servers []*fasthttp.Server
 	// listeners are closed after Shutdown too: a server whose Serve had
 	// not started yet when Shutdown ran would otherwise accept forever.
@@ -197,20 +198,21 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	var gwMeter gateway.Meter
+	var netMeter network.Meter
 	if meter != nil {
 		m.Meter = meter
 		m.closers = append(m.closers, meter) // closed before the store: its last flush needs it
-		gwMeter = meter
+		gwMeter, netMeter = meter, meter
 	}
 	if cfg.Cache.MaxBytes > 0 {
-		var shared gateway.Shared
+		var shared network.Shared
 		if cfg.Cache.Redis != "" {
 			rdb, err := dialRedis(ctx, "cache.redis", cfg.Cache.Redis)
 			if err != nil {
 				return err
 			}
 			m.closers = append(m.closers, rdb)
-			rs, err := gateway.NewRedisShared(rdb, gateway.RedisSharedConfig{Prefix: cfg.Cache.RedisPrefix,
+			rs, err := network.NewRedisShared(rdb, network.RedisSharedConfig{Prefix: cfg.Cache.RedisPrefix,
 				TTL: cfg.Cache.RedisTTL, MaxEntryBytes: cfg.Cache.RedisMaxEntryBytes, Logger: m.log})
 			if err != nil {
 				return err
@@ -218,12 +220,12 @@ func (m *Main) Run(ctx context.Context) error {
 			m.closers = append(m.closers, rs) // closed before the client
 			shared = rs
 		}
-		m.cache = gateway.NewCache(cfg.Cache.MaxBytes, shared)
+		m.cache = network.NewCache(cfg.Cache.MaxBytes, shared)
 	}
 
 	var nets []*gateway.Network
 	for i := range cfg.Networks {
-		n, err := m.network(ctx, &cfg.Networks[i])
+		n, err := m.network(ctx, &cfg.Networks[i], netMeter, cfg.Cache.CoalesceDisabled)
 		if err != nil {
 			return fmt.Errorf("network %s: %w", cfg.Networks[i].Name, err)
 		}
@@ -234,9 +236,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Keys:             store.NewAuthenticator(st, cfg.Store.KeyCacheTTL),
 		Meter:            gwMeter,
 		Networks:         nets,
-		Cache:            m.cache,
 		CacheHitDiscount: cfg.Cache.HitDiscountPercent,
-		NoCoalesce:       cfg.Cache.CoalesceDisabled,
 		Logger:           m.log,
 		AccessLog:        &gateway.AccessLog{Sample: cfg.Log.AccessSample},
 		Metrics:          m.metrics,
@@ -329,7 +329,7 @@ func (m *Main) listen(addr string, h fasthttp.RequestHandler) (string, error) {
 
 // network builds one network: its method table and its upstream pool,
 // starting an embedded devnet when it has no upstream.
-func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network, error) {
+func (m *Main) network(ctx context.Context, n *config.Network, meter network.Meter, noCoalesce bool) (*gateway.Network, error) {
 	fam, err := families.Get(n.Family)
 	if err != nil {
 		return nil, err
@@ -382,7 +382,9 @@ func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network
 		m.pools = map[string]*upstream.Pool{}
 	}
 	m.pools[n.Name] = pool
-	return &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Upstream: pool}, nil
+	served := network.New(network.Config{Name: n.Name, Upstream: pool, Tags: methods.Chain().Tags, Subs: methods.Subscriptions(),
+		Cache: m.cache, NoCoalesce: noCoalesce, Meter: meter, Logger: m.log, Metrics: m.metrics})
+	return &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Served: served}, nil
 }
 
 // devnet starts the family's embedded devnet for network n, prints what

@@ -1,4 +1,4 @@
-package gateway
+package network
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package gateway
+package network
 
 import (
 	"context"
@@ -28,26 +28,31 @@ import (
 // node: it is opened again elsewhere, and the blocks it missed are filled
 // in and the ones it sees twice dropped.
 
-// subHub holds the instance's shared subscriptions.
-type subHub struct {
-	g      *Gateway
+// hub holds a network's shared subscriptions.
+type hub struct {
+	n      *Network
+	subs   portico.Subscriptions
+	meter  Meter
 	mu     sync.Mutex
 	topics map[topicKey]*topic
-	perKey map[string]int // subscriptions per key name
-	next   atomic.Uint64  // ids of integer and string id families
+	next   atomic.Uint64 // ids of integer and string id families
 }
 
-// topicKey identifies what clients can share.
+func newHub(n *Network, subs portico.Subscriptions, meter Meter) *hub {
+	return &hub{n: n, subs: subs, meter: meter, topics: map[topicKey]*topic{}}
+}
+
+// topicKey identifies what clients of a network can share.
 type topicKey struct {
-	network, method string
-	params          string // canonical; unique for a private subscription
+	method string
+	params string // canonical; unique for a private subscription
 }
 
 // topic is one upstream subscription and its clients.
 type topic struct {
-	hub  *subHub
+	hub  *hub
 	key  topicKey
-	net  *Network
+	n    *Network
 	subs portico.Subscriptions
 	rule *portico.Subscription
 	sp   portico.SubParams
@@ -82,74 +87,64 @@ type clientSub struct {
 // another node; a longer gap is skipped (the client sees the jump).
 const maxFill = 128
 
-// subscribe serves a subscribe call: a client id on the call's connection,
-// joined to the topic of its params.
-func (g *Gateway) subscribe(ctx context.Context, rq request, p prepared) outcome {
-	conn := jsonrpc.ConnFrom(ctx)
-	if conn == nil {
-		return outcome{err: jsonrpc.ErrNoConnection}
+// Subscribe serves a subscribe call that came over a WebSocket (ctx
+// carries its connection): a client id on that connection, joined to the
+// topic of its params, whose notifications key pays for. onEnd runs when
+// the subscription ends, however it ends.
+func (n *Network) Subscribe(ctx context.Context, rule *portico.Subscription, sp portico.SubParams, key apikey.Identity, onEnd func()) Outcome {
+	if jsonrpc.ConnFrom(ctx) == nil {
+		onEnd()
+		return Outcome{Err: jsonrpc.ErrNoConnection}
 	}
-	h := g.hub
-	h.mu.Lock()
-	if max := g.limits.MaxSubscriptionsPerKey; max > 0 && h.perKey[rq.id.Name] >= max {
-		h.mu.Unlock()
-		return outcome{err: &portico.LimitError{Limit: portico.LimitKeySubscriptions, Max: int64(max)}}
-	}
-	h.perKey[rq.id.Name]++
-	h.mu.Unlock()
-	// What the closures below keep for the subscription's life is named
-	// here, so that they hold these strings and not the whole call.
-	key, network, kind := rq.id.Name, rq.net.Name, p.subParams.Kind
-	release := func() {
-		h.mu.Lock()
-		if h.perKey[key]--; h.perKey[key] <= 0 {
-			delete(h.perKey, key)
-		}
-		h.mu.Unlock()
-	}
-	subs := rq.net.Methods.subs
-	id := h.newID(subs.IDs)
+	h := n.hub
+	id := h.newID(h.subs.IDs)
 	s, err := jsonrpc.Subscribe(ctx, id)
 	if err != nil {
-		release()
-		return outcome{err: err}
+		onEnd()
+		return Outcome{Err: err}
 	}
-	c := &clientSub{sub: s, ident: rq.id}
-	t, err := h.join(ctx, rq.net, p.sub, p.subParams, c)
+	c := &clientSub{sub: s, ident: key}
+	t, err := h.join(ctx, rule, sp, c)
 	if err != nil {
 		s.End()
-		release()
-		return outcome{err: err}
+		onEnd()
+		return Outcome{Err: err}
 	}
 	c.t = t
-	g.obs.metrics.Subscription(network, kind, 1)
+	// What the closure keeps for the subscription's life is named here,
+	// so that it holds these strings and not the whole call.
+	network, kind := n.name, sp.Kind
+	n.metrics.Subscription(network, kind, 1)
 	s.OnEnd(func() {
 		t.leave(c)
-		release()
-		g.obs.metrics.Subscription(network, kind, -1)
+		onEnd()
+		n.metrics.Subscription(network, kind, -1)
 	})
-	return outcome{result: id}
+	return Outcome{Result: id}
 }
 
-// unsubscribe serves an unsubscribe call: it ends the client's
+// Unsubscribe serves an unsubscribe call: it ends the client's
 // subscription with the id in the params, on the call's connection.
-func (g *Gateway) unsubscribe(ctx context.Context, rq request, raw jsontext.Value) outcome {
+func (n *Network) Unsubscribe(ctx context.Context, raw jsontext.Value) Outcome {
 	if jsonrpc.ConnFrom(ctx) == nil {
-		return outcome{err: jsonrpc.ErrNoConnection}
+		return Outcome{Err: jsonrpc.ErrNoConnection}
+	}
+	if raw == nil {
+		raw = jsontext.Value("[]")
 	}
 	id, err := subscriptionIDParam(raw)
 	if err != nil {
-		return outcome{err: err}
+		return Outcome{Err: err}
 	}
 	for _, form := range idForms(id) {
 		if jsonrpc.Unsubscribe(ctx, form) {
-			return outcome{result: jsontext.Value("true")}
+			return Outcome{Result: jsontext.Value("true")}
 		}
 	}
-	if e := rq.net.Methods.subs.UnknownID; e != nil {
-		return outcome{err: e}
+	if e := n.hub.subs.UnknownID; e != nil {
+		return Outcome{Err: e}
 	}
-	return outcome{result: jsontext.Value("false")}
+	return Outcome{Result: jsontext.Value("false")}
 }
 
 // subscriptionIDParam reads the one id of an unsubscribe call: [id] or
@@ -193,7 +188,7 @@ func idForms(id jsontext.Value) []jsontext.Value {
 }
 
 // newID makes a client subscription id in the family's form.
-func (h *subHub) newID(form portico.SubscriptionIDs) jsontext.Value {
+func (h *hub) newID(form portico.SubscriptionIDs) jsontext.Value {
 	switch form {
 	case portico.IDInteger:
 		return jsontext.Value(strconv.FormatUint(h.next.Add(1)-1, 10))
@@ -207,8 +202,8 @@ func (h *subHub) newID(form portico.SubscriptionIDs) jsontext.Value {
 
 // join adds c to the topic of (network, rule, params), opening the
 // upstream subscription when c is its first client.
-func (h *subHub) join(ctx context.Context, net *Network, rule *portico.Subscription, sp portico.SubParams, c *clientSub) (*topic, error) {
-	key := topicKey{network: net.Name, method: rule.Method, params: canonicalJSON(sp.Send)}
+func (h *hub) join(ctx context.Context, rule *portico.Subscription, sp portico.SubParams, c *clientSub) (*topic, error) {
+	key := topicKey{method: rule.Method, params: canonicalJSON(sp.Send)}
 	if sp.Private {
 		key.params += "\x00" + strconv.FormatUint(h.next.Add(1), 10)
 	}
@@ -217,7 +212,7 @@ func (h *subHub) join(ctx context.Context, net *Network, rule *portico.Subscript
 		t := h.topics[key]
 		fresh := t == nil
 		if fresh {
-			t = &topic{hub: h, key: key, net: net, subs: net.Methods.subs, rule: rule, sp: sp, ready: make(chan struct{}),
+			t = &topic{hub: h, key: key, n: h.n, subs: h.subs, rule: rule, sp: sp, ready: make(chan struct{}),
 				clients: map[*clientSub]struct{}{}, events: make(chan subEvent, 1024), done: make(chan struct{})}
 			h.topics[key] = t
 		}
@@ -289,7 +284,7 @@ func (t *topic) leave(c *clientSub) {
 // them, or, for heads on a network whose nodes speak HTTP only, the
 // network's tracked heads.
 func (t *topic) open(ctx context.Context) error {
-	up := t.net.Upstream
+	up := t.n.up
 	if !up.CanSubscribe() {
 		if t.sp.Heads && t.subs.Head != nil {
 			stop := up.OnHeads(t.polled)
@@ -298,7 +293,7 @@ func (t *topic) open(ctx context.Context) error {
 			t.mu.Unlock()
 			return nil
 		}
-		return &portico.UpstreamError{Network: t.net.Name, Err: errors.Join(portico.ErrUpstreamUnavailable,
+		return &portico.UpstreamError{Network: t.n.name, Err: errors.Join(portico.ErrUpstreamUnavailable,
 			errors.New("no node of this network takes subscriptions"))}
 	}
 	req := upstream.SubRequest{Method: t.rule.Method, Params: t.sp.Send, Unsubscribe: t.rule.Unsubscribe,
@@ -307,7 +302,7 @@ func (t *topic) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.hub.g.log.Debug("upstream subscription", "network", t.net.Name, "method", t.rule.Method, "kind", t.sp.Kind, "upstream", node)
+	t.n.log.Debug("upstream subscription", "network", t.n.name, "method", t.rule.Method, "kind", t.sp.Kind, "upstream", node)
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -338,7 +333,7 @@ func (t *topic) polled(h portico.Heads) {
 // ended opens a subscription that ended (its node went away) again, on
 // another node if need be, until it succeeds or the topic closes.
 func (t *topic) ended(err error) {
-	t.hub.g.log.Warn("upstream subscription ended; opening it again", "network", t.net.Name, "method", t.rule.Method, "kind", t.sp.Kind, "err", err)
+	t.n.log.Warn("upstream subscription ended; opening it again", "network", t.n.name, "method", t.rule.Method, "kind", t.sp.Kind, "err", err)
 	go func() {
 		wait := 50 * time.Millisecond
 		for {
@@ -415,12 +410,12 @@ func (t *topic) handle(ev subEvent) {
 			if t.subs.Head == nil {
 				continue
 			}
-			heads, _ := t.net.Upstream.HeadsFresh()
+			heads, _ := t.n.up.HeadsFresh()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			r, err := t.subs.Head(ctx, poolCaller{t.net.Upstream}, t.sp.Kind, m, heads)
+			r, err := t.subs.Head(ctx, poolCaller{t.n.up}, t.sp.Kind, m, heads)
 			cancel()
 			if err != nil {
-				t.hub.g.log.Warn("filling a heads subscription", "network", t.net.Name, "block", m, "err", err)
+				t.n.log.Warn("filling a heads subscription", "network", t.n.name, "block", m, "err", err)
 				continue
 			}
 			res = r
@@ -457,7 +452,7 @@ func (t *topic) send(method string, result jsontext.Value) {
 		cost = int64(c)
 	}
 	refused := map[string]error{}
-	if m := t.hub.g.meter; m != nil && cost > 0 {
+	if m := t.hub.meter; m != nil && cost > 0 {
 		byKey := map[string][]*clientSub{}
 		for _, c := range clients {
 			byKey[c.ident.Name] = append(byKey[c.ident.Name], c)
@@ -468,18 +463,18 @@ func (t *topic) send(method string, result jsontext.Value) {
 				refused[name] = err
 				var quota *portico.QuotaError
 				if errors.As(err, &quota) {
-					t.hub.g.obs.metrics.Refused(name, quota.Limit, len(cs))
+					t.n.metrics.Refused(name, quota.Limit, len(cs))
 				} else {
-					t.hub.g.obs.metrics.MeteringFailure()
+					t.n.metrics.MeteringFailure()
 				}
 			} else {
-				t.hub.g.obs.metrics.Credits(name, cost*int64(len(cs)))
+				t.n.metrics.Credits(name, cost*int64(len(cs)))
 			}
 		}
 	}
 	prefix, suffix := t.envelope(method, result)
 	sent := 0
-	defer func() { t.hub.g.obs.metrics.Notifications(t.net.Name, t.sp.Kind, sent) }()
+	defer func() { t.n.metrics.Notifications(t.n.name, t.sp.Kind, sent) }()
 	for _, c := range clients {
 		if err := refused[c.ident.Name]; err != nil {
 			t.refuse(c, err)

@@ -1,0 +1,134 @@
+// Package network serves one network's calls and subscriptions once the
+// gateway has checked and charged them: it drives the network's node pool,
+// reads the chain view the pool keeps (the served chain by hash), keeps
+// the finality-aware cache (and its shared Redis layer), coalesces
+// identical reads in flight, and owns the subscription topics and their
+// fan-out to clients. The gateway keeps the transports, the key and limit
+// checks and the metering of calls.
+//
+// Everything here reads the one chain view: tag resolution pins a tag to
+// the view's head, the cache keeps an answer about an unfinal block only
+// while that block is on the served chain, and heads subscriptions are
+// sent from the view's switches, so that a reorg reaches every client as
+// a node would send it.
+package network
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/chainview"
+	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metrics"
+	"github.com/porticohq/portico/upstream"
+)
+
+// Upstream answers a network's calls and tells its heads; *upstream.Pool
+// is one.
+type Upstream interface {
+	// Do sends a call to a node and appends its result to dst.
+	Do(ctx context.Context, req upstream.Request, dst []byte) (jsontext.Value, error)
+	// HeadsFresh returns the network's tracked heads, and whether they
+	// are fresh enough to answer from.
+	HeadsFresh() (portico.Heads, bool)
+	// OnHeads registers a listener of new heads.
+	OnHeads(func(portico.Heads)) (stop func())
+	// View is the network's chain view: the served chain by hash, whose
+	// switches (reorgs) the cache and subscriptions follow.
+	View() *chainview.View
+	// Subscribe opens a subscription on a node that can hold one.
+	Subscribe(ctx context.Context, req upstream.SubRequest, notify func(method string, result jsontext.Value), ended func(error)) (cancel func(), node string, err error)
+	// CanSubscribe reports whether any node can hold subscriptions.
+	CanSubscribe() bool
+}
+
+var _ Upstream = (*upstream.Pool)(nil)
+
+// Meter charges keys for notifications; *metering.Meter is one.
+type Meter interface {
+	Charge(ctx context.Context, id apikey.Identity, items []metering.Item) (metering.Bill, error)
+}
+
+var _ Meter = (*metering.Meter)(nil)
+
+// Config is what a Network needs. Name and Upstream are required.
+type Config struct {
+	// Name identifies the network in logs, metrics and cache keys.
+	Name string
+	// Upstream answers the calls and holds the upstream subscriptions.
+	Upstream Upstream
+	// Tags are the family's block tags and the heads they name (the
+	// family table's Chain.Tags): a call about a tag is pinned to the
+	// block the tag names on the served chain.
+	Tags map[string]portico.Head
+	// Subs are the family's subscription rules.
+	Subs portico.Subscriptions
+	// Cache holds answers the family's rules say may be cached; it may be
+	// shared by many networks. nil caches nothing.
+	Cache *Cache
+	// NoCoalesce sends every read to a node on its own, even when an
+	// identical one is on its way.
+	NoCoalesce bool
+	// Meter charges the keys of clients for their notifications; nil
+	// charges nothing.
+	Meter Meter
+	// Logger receives the network's events; nil discards them.
+	Logger *slog.Logger
+	// Metrics records coalesced reads, subscriptions and notifications;
+	// nil records nothing.
+	Metrics *metrics.Metrics
+}
+
+// Network is one served network.
+type Network struct {
+	name    string
+	up      Upstream
+	tags    map[string]portico.Head
+	cache   *Cache
+	flights *flights // nil when coalescing is off
+	hub     *hub
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	stops   []func()
+}
+
+// New builds a network; its cache follows the upstream's heads and chain
+// view from now on. It starts nothing else.
+func New(cfg Config) *Network {
+	n := &Network{name: cfg.Name, up: cfg.Upstream, tags: cfg.Tags, cache: cfg.Cache, log: cfg.Logger, metrics: cfg.Metrics}
+	if n.log == nil {
+		n.log = slog.New(slog.DiscardHandler)
+	}
+	if !cfg.NoCoalesce {
+		n.flights = &flights{}
+	}
+	n.hub = newHub(n, cfg.Subs, cfg.Meter)
+	if c := n.cache; c != nil {
+		name := n.name
+		n.stops = append(n.stops,
+			n.up.OnHeads(func(h portico.Heads) { c.heads(name, h) }),
+			n.up.View().OnSwitch(func(sw chainview.Switch) { c.switched(name, sw) }))
+		if h, ok := n.up.HeadsFresh(); ok {
+			c.heads(name, h)
+		}
+	}
+	return n
+}
+
+// Name returns the network's name.
+func (n *Network) Name() string { return n.name }
+
+// Upstream returns the network's nodes.
+func (n *Network) Upstream() Upstream { return n.up }
+
+// Close stops following the upstream; subscriptions end with their
+// clients' connections.
+func (n *Network) Close() {
+	for _, stop := range n.stops {
+		stop()
+	}
+}
