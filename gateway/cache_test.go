@@ -19,8 +19,8 @@ import (
 	"github.com/porticohq/portico/chain/solana"
 	"github.com/porticohq/portico/chain/starknet"
 	"github.com/porticohq/portico/gateway"
-	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/upstream"
 )
 

@@ -22,9 +22,9 @@ import (
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/gateway"
-	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/metrics"
+	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/upstream"
 )
 
@@ -167,14 +167,14 @@ func newEnv(t *testing.T, o options) *env {
 	pc.Tracer = o.tracer
 	pool := upstream.NewPool(pc)
 	e.gw = gateway.New(gateway.Config{
-		Keys:       keys,
-		Metrics:    o.metrics,
-		Tracer:     o.tracer,
-		AccessLog:  o.access,
-		Networks:   []*gateway.Network{served("testnet", methods, pool, cache, o.noCoalesce, o.meter, o.metrics, "testnet.localhost")},
-		Limits:     limits,
-		Meter:      o.meter,
-		Logger:     logger,
+		Keys:      keys,
+		Metrics:   o.metrics,
+		Tracer:    o.tracer,
+		AccessLog: o.access,
+		Networks:  []*gateway.Network{served("testnet", methods, pool, cache, o.noCoalesce, o.meter, o.metrics, "testnet.localhost")},
+		Limits:    limits,
+		Meter:     o.meter,
+		Logger:    logger,
 	})
 	e.srv = startServer(t, e.gw, e.gw.NetworkHandler("testnet"))
 	t.Cleanup(func() {

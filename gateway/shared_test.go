@@ -10,8 +10,8 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/chain/evm"
-	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/internal/testsvc"
+	"github.com/porticohq/portico/network"
 )
 
 // TestSharedCache: two instances share final answers through a real

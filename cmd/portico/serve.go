@@ -26,8 +26,8 @@ import (
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/internal/sqldb"
 	"github.com/porticohq/portico/metering"
-	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/metrics"
+	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/store"
 	"github.com/porticohq/portico/upstream"
 )
