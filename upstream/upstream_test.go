@@ -192,6 +192,9 @@ type nodeFunc func() (jsontext.Value, error)
 func (f nodeFunc) Call(context.Context, string, jsontext.Value, []byte) (jsontext.Value, error) {
 	return f()
 }
+func (f nodeFunc) Send(context.Context, string, jsontext.Value, upstream.Limits, []byte) (jsontext.Value, error) {
+	return f()
+}
 func (f nodeFunc) Close() error { return nil }
 
 // TestResponseID: an answer whose id is not the request's is a failure of
