@@ -87,9 +87,15 @@ type holding struct {
 	taken  int64
 }
 
-// budgetLimit is what a MemoryBudget that can say its bound implements:
-// the bound then appears in the error a refused call gets.
-type budgetLimit interface{ Limit() int64 }
+// A MemoryBudget may say more of a refusal. With TakeErr (a Take that
+// returns nil or the *portico.LimitError, or an error wrapping one, of the
+// bound it would pass; membudget.Budget has it) the call fails with that
+// error; else with Limit, the error names that bound; else it names none
+// (Max 0).
+type (
+	budgetTakeErr interface{ TakeErr(n int64) error }
+	budgetLimit   interface{ Limit() int64 }
+)
 
 // upTo makes sure that n bytes in all are taken, taking what is missing
 // in steps of at least step bytes (the rest stays taken for what comes
@@ -99,7 +105,11 @@ func (h *holding) upTo(n, step int64) error {
 		return nil
 	}
 	more := max(n-h.taken, step)
-	if !h.budget.Take(more) {
+	if b, ok := h.budget.(budgetTakeErr); ok {
+		if err := b.TakeErr(more); err != nil {
+			return err
+		}
+	} else if !h.budget.Take(more) {
 		var bound int64
 		if l, ok := h.budget.(budgetLimit); ok {
 			bound = l.Limit()
@@ -116,6 +126,18 @@ func (h *holding) release() {
 		h.budget.Give(h.taken)
 	}
 	h.taken = 0
+}
+
+// grow returns b with room for at least need more bytes. The answer that
+// starts at b[start] doubles (from 512 bytes), so an answer of unknown
+// length costs about twice its size in allocations, not the five times
+// append's gentler growth of large slices costs; it does not grow past
+// limit+1 bytes, the most a bounded read holds.
+func grow(b []byte, start, need int, limit int64) []byte {
+	n := len(b) - start
+	size := max(2*(cap(b)-start), 512, n+need)
+	size = int(min(int64(size), max(limit+1, int64(n+need))))
+	return slices.Grow(b, size-n)
 }
 
 // readBody appends a body of length bytes (-1 when unknown: chunked, or
@@ -146,13 +168,13 @@ func readBody(r io.Reader, length, maxResult int64, h *holding, dst []byte) ([]b
 		if n > limit {
 			return dst, errResult(maxResult)
 		}
+		if cap(dst) == len(dst) {
+			dst = grow(dst, start, 1, limit)
+		}
 		// Read at most one byte past the bound: enough to know it passed.
-		want := min(readChunk, limit+1-n)
+		want := min(int64(cap(dst)-len(dst)), readChunk, limit+1-n)
 		if err := h.upTo(n+want, readChunk); err != nil {
 			return dst, err
-		}
-		if cap(dst)-len(dst) < int(want) {
-			dst = slices.Grow(dst, int(want))
 		}
 		got, err := r.Read(dst[len(dst) : len(dst)+int(want)])
 		dst = dst[:len(dst)+got]

@@ -169,8 +169,11 @@ func (w *responseBuffer) writeHeader(status int) {
 func (w *responseBuffer) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err := w.grow(len(p)); err != nil {
+	if err := w.check(len(p)); err != nil {
 		return 0, err
+	}
+	if cap(w.body)-len(w.body) < len(p) {
+		w.body = grow(w.body, 0, len(p), bodyBound(w.maxResult))
 	}
 	w.body = append(w.body, p...)
 	return len(p), nil
@@ -181,18 +184,18 @@ func (w *responseBuffer) adopt(out []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.body) > 0 {
-		if w.grow(len(out)) == nil {
+		if w.check(len(out)) == nil {
 			w.body = append(w.body, out...)
 		}
 		return
 	}
-	if w.grow(len(out)) == nil {
+	if w.check(len(out)) == nil {
 		w.body = out
 	}
 }
 
-// grow checks and charges n more bytes of answer.
-func (w *responseBuffer) grow(n int) error {
+// check checks and charges n more bytes of answer.
+func (w *responseBuffer) check(n int) error {
 	w.writeHeader(http.StatusOK)
 	switch {
 	case w.err != nil:

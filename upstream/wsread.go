@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"slices"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -77,15 +76,15 @@ func (c *wsConn) readMessage(r io.Reader) error {
 		n := int64(len(m.data))
 		limit := bodyBound(m.bound)
 		if n > limit {
-			m.refuse(errResult(m.bound))
+			c.refuse(m, errResult(m.bound))
 			continue
 		}
 		if cap(m.data) == len(m.data) {
-			m.data = slices.Grow(m.data, int(min(max(n, headBytes), readChunk)))
+			m.data = grow(m.data, 0, 1, limit)
 		}
 		want := min(int64(cap(m.data)-len(m.data)), readChunk, limit+1-n)
 		if err := m.hold.upTo(n+want, readChunk); err != nil {
-			m.refuse(err)
+			c.refuse(m, err)
 			continue
 		}
 		got, err := r.Read(m.data[len(m.data) : len(m.data)+int(want)])
@@ -98,12 +97,12 @@ func (c *wsConn) readMessage(r io.Reader) error {
 		if !looked && (len(m.data) >= headBytes || end) {
 			looked = true
 			if err := c.atHead(m); err != nil {
-				m.refuse(err)
+				c.refuse(m, err)
 			}
 		}
 		if end {
 			if m.refused == nil && int64(len(m.data)) > bodyBound(m.bound) {
-				m.refuse(errResult(m.bound))
+				c.refuse(m, errResult(m.bound))
 			}
 			break
 		}
@@ -132,12 +131,19 @@ func (c *wsConn) atHead(m *wsMessage) error {
 	return m.hold.upTo(int64(len(m.data)), 0)
 }
 
-// refuse drops the message for err, keeping only its end.
-func (m *wsMessage) refuse(err error) {
+// refuse drops the message for err, keeping only its end, and fails its
+// call at once when its head named it; else deliver looks for the call at
+// the message's end.
+func (c *wsConn) refuse(m *wsMessage, err error) {
 	m.refused = err
 	m.keepTail(m.data)
 	m.data = nil
 	m.hold.release()
+	if m.known {
+		if wt := c.take(m.id, true, nil); wt != nil {
+			wt.ch <- wsReply{err: err}
+		}
+	}
 }
 
 // keepTail keeps the last tailBytes of what was read so far.
@@ -157,12 +163,14 @@ func (m *wsMessage) keepTail(p []byte) {
 // the answer, or back.
 func (c *wsConn) deliver(m *wsMessage) {
 	if m.refused != nil {
-		id, ok := m.id, m.known
-		if !ok {
-			id, ok = tailID(m.tail)
+		if m.known {
+			return // its call has its error
 		}
+		id, ok := tailID(m.tail)
 		if wt := c.take(id, ok, nil); wt != nil {
-			wt.ch <- wsReply{err: m.refused}
+			// It passed the widest bound, so its call's too: the error
+			// names the call's.
+			wt.ch <- wsReply{err: errResult(wt.lim.bound(c.opts))}
 		}
 		return
 	}
