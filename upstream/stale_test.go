@@ -3,6 +3,7 @@ package upstream_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,19 +12,22 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/upstream"
 )
 
 // closingNode is a node that closes every connection right after its
 // answer, without saying so (no Connection: close), as some node software
 // and load balancers do. It counts the connections it accepted and the
-// calls it answered.
+// requests it served.
 type closingNode struct {
-	ln              net.Listener
-	conns, answered atomic.Int64
+	ln            net.Listener
+	conns, served atomic.Int64
 }
 
-func newClosingNode(t *testing.T) *closingNode {
+// newClosingNode starts a closing node; mute, it closes every connection
+// on the request, without answering.
+func newClosingNode(t *testing.T, mute bool) *closingNode {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -46,9 +50,12 @@ func newClosingNode(t *testing.T) *closingNode {
 					return
 				}
 				io.Copy(io.Discard, req.Body)
+				if mute {
+					return
+				}
+				n.served.Add(1)
 				body := `{"jsonrpc":"2.0","id":1,"result":"0x1"}`
 				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-				n.answered.Add(1)
 			})
 		}
 	})
@@ -62,7 +69,7 @@ func (n *closingNode) url() string { return "http://" + n.ln.Addr().String() }
 // connection the node closed is sent again on a fresh one, as often as it
 // takes, so no client sees an error and the node is never benched.
 func TestStaleKeepAliveConcurrent(t *testing.T) {
-	node := newClosingNode(t)
+	node := newClosingNode(t, false)
 	pool := upstream.NewPool(upstream.PoolConfig{Network: "evm", Members: []upstream.Member{{Name: "a", Node: upstream.NewHTTP(node.url(), nil)}}})
 	defer pool.Close()
 	const clients, calls = 32, 60
@@ -81,11 +88,32 @@ func TestStaleKeepAliveConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	t.Logf("%d calls over %d connections", clients*calls, node.conns.Load())
 	st := pool.Nodes()[0]
 	if failed.Load() != 0 || st.Errors != 0 || st.Benched {
 		t.Fatalf("%d of %d calls failed (first: %v); the node has %d errors, benched %v", failed.Load(), clients*calls, first.Load(), st.Errors, st.Benched)
 	}
-	if got := node.answered.Load(); got != clients*calls {
-		t.Fatalf("the node answered %d calls, want %d", got, clients*calls)
+	// Each call reached the node once: a retry never sends again what
+	// the node had received.
+	if got := node.served.Load(); got != clients*calls {
+		t.Fatalf("the node served %d requests for %d calls", got, clients*calls)
+	}
+}
+
+// TestFreshConnectionFailure: a node that closes fresh connections too is
+// failing: the call that met it is tried on a fresh connection once, then
+// fails, and the node is benched.
+func TestFreshConnectionFailure(t *testing.T) {
+	node := newClosingNode(t, true)
+	pool := upstream.NewPool(upstream.PoolConfig{Network: "evm", Members: []upstream.Member{{Name: "a", Node: upstream.NewHTTP(node.url(), nil)}}})
+	defer pool.Close()
+	if _, err := pool.Call(context.Background(), "eth_chainId", nil, nil); !errors.Is(err, portico.ErrUpstreamUnavailable) {
+		t.Fatalf("got %v, want the node unavailable", err)
+	}
+	if st := pool.Nodes()[0]; st.Errors != 1 || !st.Benched {
+		t.Fatalf("the node has %d errors, benched %v: want 1 and benched", st.Errors, st.Benched)
+	}
+	if got := node.conns.Load(); got != 2 {
+		t.Fatalf("the call took %d connections, want 2 (its first and a fresh one)", got)
 	}
 }
