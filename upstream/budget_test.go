@@ -16,6 +16,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/membudget"
 	"github.com/porticohq/portico/upstream"
 )
 
@@ -258,5 +259,32 @@ func TestBudgetGivenBackOnTimeout(t *testing.T) {
 	}
 	if used, high := b.state(t); used != 0 || high == 0 {
 		t.Fatalf("the budget lends %d after the call (at most %d)", used, high)
+	}
+}
+
+// TestMembudget: the gateway's budgets (membudget: the process, a key, a
+// connection) are MemoryBudgets; a refusal names the budget that refused,
+// and every level gets its bytes back.
+func TestMembudget(t *testing.T) {
+	process := membudget.New("process", 64*mib, nil)
+	key := membudget.New("key", 0, process)
+	conn := membudget.New("connection", mib, key)
+	var _ upstream.MemoryBudget = conn
+	for name, node := range bigNodes(t) {
+		t.Run(name, func(t *testing.T) {
+			_, err := node.Send(context.Background(), "big", jsontext.Value(fmt.Sprintf("[%d]", 4*mib)), upstream.Limits{Budget: conn}, nil)
+			var refused *membudget.Refused
+			if !errors.As(err, &refused) || refused.Budget != "connection" {
+				t.Fatalf("got %v, want the connection's budget to refuse", err)
+			}
+			wantLimit(t, err, portico.LimitMemory, mib)
+			res, err := node.Send(context.Background(), "big", jsontext.Value(fmt.Sprintf("[%d]", 4*mib)), upstream.Limits{Budget: key}, nil)
+			if err != nil || len(res) != 4*mib+2 {
+				t.Fatalf("under the key's budget: %d bytes, %v", len(res), err)
+			}
+			if process.Used() != 0 || key.Used() != 0 || conn.Used() != 0 {
+				t.Fatalf("after the calls the budgets hold %d, %d, %d", process.Used(), key.Used(), conn.Used())
+			}
+		})
 	}
 }
