@@ -76,6 +76,9 @@ func errResult(maxResult int64) error {
 // size or a memory budget): not the node's fault, and another node would
 // not do better, so the pool neither fails over nor benches for it.
 func isLimit(err error) bool {
+	if err == nil {
+		return false // and no allocation for l
+	}
 	var l *portico.LimitError
 	return errors.As(err, &l) && (l.Limit == portico.LimitResult || l.Limit == portico.LimitMemory)
 }
@@ -128,26 +131,63 @@ func (h *holding) release() {
 	h.taken = 0
 }
 
-// grow returns b with room for at least need more bytes. The answer that
-// starts at b[start] doubles (from 512 bytes), so an answer of unknown
-// length costs about twice its size in allocations, not the five times
-// append's gentler growth of large slices costs; it does not grow past
-// limit+1 bytes, the most a bounded read holds.
+// grow returns b with room for at least need more bytes of the answer
+// that starts at b[start], which is at most limit bytes long. The room
+// doubles (from 512 bytes) and the last step goes straight to limit, so
+// an answer of unknown length costs at most about twice its bound in
+// allocations, not the five times append's gentler growth of large
+// slices costs, and a buffer never grows past its bound.
 func grow(b []byte, start, need int, limit int64) []byte {
 	n := len(b) - start
-	size := max(2*(cap(b)-start), 512, n+need)
-	size = int(min(int64(size), max(limit+1, int64(n+need))))
-	return slices.Grow(b, size-n)
+	size := int64(max(2*(cap(b)-start), 512))
+	if 2*size > limit {
+		size = limit
+	}
+	size = max(size, int64(n+need))
+	return slices.Grow(b, int(size)-n)
+}
+
+// pastBound is readMore's report of an answer longer than its bound,
+// with the first byte past it (read aside, not kept in the buffer).
+type pastBound struct{ next byte }
+
+func (pastBound) Error() string { return "answer past its bound" }
+
+// readMore reads the next bytes of an answer of unknown length that
+// starts at dst[start] and may be limit bytes long, into dst, taking them
+// from h before they are read. It returns io.EOF at the answer's end, a
+// pastBound as soon as a byte past limit arrives, and h's refusal or r's
+// error as they come.
+func readMore(r io.Reader, dst []byte, start int, limit int64, h *holding) ([]byte, error) {
+	n := int64(len(dst) - start)
+	if n >= limit {
+		// Full: one more byte, read aside, says whether the answer ends.
+		var one [1]byte
+		got, err := r.Read(one[:])
+		if got > 0 {
+			return dst, pastBound{next: one[0]}
+		}
+		return dst, err
+	}
+	if cap(dst) == len(dst) {
+		dst = grow(dst, start, 1, limit)
+	}
+	want := min(int64(cap(dst)-len(dst)), readChunk, limit-n)
+	if err := h.upTo(n+want, readChunk); err != nil {
+		return dst, err
+	}
+	got, err := r.Read(dst[len(dst) : len(dst)+int(want)])
+	return dst[:len(dst)+got], err
 }
 
 // readBody appends a body of length bytes (-1 when unknown: chunked, or
 // until the connection closes) from r to dst, refusing it with errResult
 // as soon as it passes the body bound of a result bounded by maxResult,
-// and taking every byte from h before it is read into dst. A known length is
-// checked and taken up front, and dst grows once; otherwise it grows as
-// append grows it, a chunk at a time.
+// and taking every byte from h before it is read into dst. A known length
+// is checked and taken up front, and dst grows once.
 func readBody(r io.Reader, length, maxResult int64, h *holding, dst []byte) ([]byte, error) {
 	limit := bodyBound(maxResult)
+	start := len(dst)
 	if length >= 0 {
 		if length > limit {
 			return dst, errResult(maxResult)
@@ -155,36 +195,22 @@ func readBody(r io.Reader, length, maxResult int64, h *holding, dst []byte) ([]b
 		if err := h.upTo(length, 0); err != nil {
 			return dst, err
 		}
-		start := len(dst)
 		dst = slices.Grow(dst, int(length))[:start+int(length)]
 		if _, err := io.ReadFull(r, dst[start:]); err != nil {
 			return dst[:start], err
 		}
 		return dst, nil
 	}
-	start := len(dst)
 	for {
-		n := int64(len(dst) - start)
-		if n > limit {
-			return dst, errResult(maxResult)
-		}
-		if cap(dst) == len(dst) {
-			dst = grow(dst, start, 1, limit)
-		}
-		// Read at most one byte past the bound: enough to know it passed.
-		want := min(int64(cap(dst)-len(dst)), readChunk, limit+1-n)
-		if err := h.upTo(n+want, readChunk); err != nil {
-			return dst, err
-		}
-		got, err := r.Read(dst[len(dst) : len(dst)+int(want)])
-		dst = dst[:len(dst)+got]
-		if errors.Is(err, io.EOF) {
-			if int64(len(dst)-start) > limit {
-				return dst, errResult(maxResult)
-			}
+		var err error
+		dst, err = readMore(r, dst, start, limit, h)
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF):
 			return dst, nil
-		}
-		if err != nil {
+		case errors.As(err, new(pastBound)):
+			return dst, errResult(maxResult)
+		default:
 			return dst, err
 		}
 	}

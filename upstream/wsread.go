@@ -73,24 +73,20 @@ func (c *wsConn) readMessage(r io.Reader) error {
 			}
 			continue
 		}
-		n := int64(len(m.data))
-		limit := bodyBound(m.bound)
-		if n > limit {
+		var err error
+		m.data, err = readMore(r, m.data, 0, bodyBound(m.bound), &m.hold)
+		end := errors.Is(err, io.EOF)
+		var past pastBound
+		switch {
+		case err == nil || end:
+		case errors.As(err, &past):
 			c.refuse(m, errResult(m.bound))
+			m.keepTail([]byte{past.next})
 			continue
-		}
-		if cap(m.data) == len(m.data) {
-			m.data = grow(m.data, 0, 1, limit)
-		}
-		want := min(int64(cap(m.data)-len(m.data)), readChunk, limit+1-n)
-		if err := m.hold.upTo(n+want, readChunk); err != nil {
+		case isLimit(err):
 			c.refuse(m, err)
 			continue
-		}
-		got, err := r.Read(m.data[len(m.data) : len(m.data)+int(want)])
-		m.data = m.data[:len(m.data)+got]
-		end := errors.Is(err, io.EOF)
-		if err != nil && !end {
+		default:
 			m.hold.release()
 			return err
 		}
@@ -98,12 +94,15 @@ func (c *wsConn) readMessage(r io.Reader) error {
 			looked = true
 			if err := c.atHead(m); err != nil {
 				c.refuse(m, err)
+				continue
+			}
+			// The call's bound may be below what was read.
+			if int64(len(m.data)) > bodyBound(m.bound) {
+				c.refuse(m, errResult(m.bound))
+				continue
 			}
 		}
 		if end {
-			if m.refused == nil && int64(len(m.data)) > bodyBound(m.bound) {
-				c.refuse(m, errResult(m.bound))
-			}
 			break
 		}
 	}
