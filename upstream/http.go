@@ -142,14 +142,19 @@ func (h *HTTP) Send(ctx context.Context, method string, params jsontext.Value, l
 	// connection: nothing is drained.
 	defer resp.CloseBodyStream()
 	// A 5xx or 429 means this node cannot serve now: another node may.
+	// A short body is read past, so that the connection stays (a node
+	// that rate-limits should not also get a new connection per call).
 	status := resp.StatusCode()
+	length := int64(resp.Header.ContentLength()) // -1 chunked, -2 until close
 	if status >= 500 || status == fasthttp.StatusTooManyRequests {
+		if length >= 0 && length <= readChunk {
+			_, _ = io.CopyN(io.Discard, resp.BodyStream(), length)
+		}
 		return nil, unavailable(fmt.Errorf("HTTP %d", status))
 	}
 	hold := holding{budget: lim.Budget}
 	defer hold.release()
 	maxResult := lim.bound(h.opts)
-	length := int64(resp.Header.ContentLength()) // -1 chunked, -2 until close
 	start := len(dst)
 	dst, err = readBody(resp.BodyStream(), max(length, -1), maxResult, &hold, dst)
 	if err != nil {

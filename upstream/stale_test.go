@@ -8,11 +8,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/upstream"
 )
 
@@ -115,5 +120,57 @@ func TestFreshConnectionFailure(t *testing.T) {
 	}
 	if got := node.conns.Load(); got != 2 {
 		t.Fatalf("the call took %d connections, want 2 (its first and a fresh one)", got)
+	}
+}
+
+// TestKeepsConnections: an answer read to its end leaves its connection
+// for the next call, with a Content-Length, chunked, or a short 429 or
+// 503; an answer refused for its size does not.
+func TestKeepsConnections(t *testing.T) {
+	a := newAnswerWriter()
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		calls, _, _ := jsonrpc.Decode(body)
+		switch calls[0].Method {
+		case "busy":
+			w.WriteHeader(http.StatusTooManyRequests)
+			w.Write([]byte("slow down"))
+		case "down":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "chunked":
+			a.write(w, "1", sizeParam(calls[0].Params), false, w.(http.Flusher).Flush, nil)
+		default:
+			size := sizeParam(calls[0].Params)
+			w.Header().Set("Content-Length", strconv.Itoa(a.length("1", size, false)))
+			a.write(w, "1", size, false, nil, nil)
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	node := upstream.NewHTTP(srv.URL, nil)
+	defer node.Close()
+	ctx := context.Background()
+	for range 5 {
+		for _, m := range []string{"length", "chunked", "busy", "down"} {
+			_, err := node.Call(ctx, m, jsontext.Value("[100000]"), nil)
+			if (err != nil) != (m == "busy" || m == "down") {
+				t.Fatalf("%s: %v", m, err)
+			}
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("20 calls in a row took %d connections, want 1", n)
+	}
+	if _, err := node.Send(ctx, "chunked", jsontext.Value("[100000]"), upstream.Limits{MaxResult: 1000}, nil); err == nil {
+		t.Fatal("a refused answer passed")
+	}
+	if _, err := node.Call(ctx, "length", jsontext.Value("[10]"), nil); err != nil || conns.Load() != 2 {
+		t.Fatalf("after a refused answer: %v, %d connections, want 2", err, conns.Load())
 	}
 }

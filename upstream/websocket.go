@@ -89,7 +89,10 @@ func (w *WebSocket) Send(ctx context.Context, method string, params jsontext.Val
 		return nil, unavailable(conn.err)
 	}
 	conn.pending[id] = &wsWaiter{ch: ch, lim: lim}
-	conn.widest = max(conn.widest, lim.bound(w.opts))
+	if b := lim.bound(w.opts); b > conn.widest {
+		conn.widest = b
+		conn.c.SetReadLimit(wsDrainFactor * bodyBound(b))
+	}
 	conn.mu.Unlock()
 
 	msg := jsonrpc.AppendRequest(nil, strconv.AppendUint(nil, id, 10), method, params)
@@ -172,7 +175,8 @@ func (w *WebSocket) dial(ctx context.Context) (*wsConn, error) {
 	}
 	// A message past its bound is read to its end without being kept,
 	// so that the connection and the other calls on it live on; one
-	// that goes on past wsDrainFactor bounds closes the connection.
+	// that goes on past wsDrainFactor bounds (of the widest bound of its
+	// calls) closes the connection.
 	c.SetReadLimit(wsDrainFactor * bodyBound(w.opts.maxResponse()))
 	conn := &wsConn{c: c, opts: w.opts, pending: make(map[uint64]*wsWaiter), subscribing: map[uint64]*wsSub{},
 		subs: map[string]*wsSub{}, done: make(chan struct{}), widest: w.opts.maxResponse()}
