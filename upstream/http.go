@@ -111,7 +111,12 @@ func (h *HTTP) Call(ctx context.Context, method string, params jsontext.Value, d
 // so once is as often as it takes. Only a failure there is the node's.
 // Nodes close kept-alive connections when their idle timeout ends, and
 // some (and load balancers before them) after every answer, without the
-// Connection: close header that would tell the client.
+// Connection: close header that would tell the client. The other way,
+// dropping idle connections older than the node's keep-alive, was not
+// taken: a node's keep-alive cannot be observed (one that closes after
+// every answer has none, a load balancer closes at times of its own),
+// fasthttp's MaxIdleConnDuration cannot change while the client runs, and
+// a connection younger than the keep-alive still races with the close.
 func (h *HTTP) Send(ctx context.Context, method string, params jsontext.Value, lim Limits, dst []byte) (jsontext.Value, error) {
 	if h.kept.Addr == "" {
 		return nil, unavailable(errors.New("bad node URL"))
