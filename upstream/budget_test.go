@@ -288,3 +288,36 @@ func TestMembudget(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetGivenBackWhenCallsGiveUp: calls on a WebSocket that give up
+// (their deadline) while their answers are read or handed over leave
+// nothing taken: once the node is closed the budget lends nothing, however
+// the deadlines fell. The deadlines are spread around the time an answer
+// takes, so that many fall while one is read or handed over.
+func TestBudgetGivenBackWhenCallsGiveUp(t *testing.T) {
+	for _, idLast := range []bool{false, true} {
+		t.Run(fmt.Sprintf("idLast=%v", idLast), func(t *testing.T) {
+			node := upstream.NewWebSocket(bigWSNode(t, idLast), nil)
+			params := jsontext.Value(fmt.Sprintf("[%d]", 256<<10))
+			start := time.Now()
+			if _, err := node.Call(context.Background(), "big", params, nil); err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			b := &testBudget{limit: 1 << 40}
+			answered := 0
+			for i := range 300 {
+				ctx, cancel := context.WithTimeout(context.Background(), took*time.Duration(50+i%100)/100)
+				if _, err := node.Send(ctx, "big", params, upstream.Limits{Budget: b}, nil); err == nil {
+					answered++
+				}
+				cancel()
+			}
+			t.Logf("%d of 300 calls answered", answered)
+			node.Close()
+			if used, high := b.state(t); used != 0 {
+				t.Fatalf("the budget lends %d after every call gave up or returned (at most %d)", used, high)
+			}
+		})
+	}
+}

@@ -113,6 +113,11 @@ func (w *WebSocket) Send(ctx context.Context, method string, params jsontext.Val
 		return append(dst, r.result...), nil
 	case <-ctx.Done():
 		conn.forget(id)
+		select {
+		case r := <-ch: // sent before the call was forgotten
+			r.hold.release()
+		default:
+		}
 		return nil, classify(ctx, ctx.Err())
 	}
 }

@@ -139,9 +139,7 @@ func (c *wsConn) refuse(m *wsMessage, err error) {
 	m.data = nil
 	m.hold.release()
 	if m.known {
-		if wt := c.take(m.id, true, nil); wt != nil {
-			wt.ch <- wsReply{err: err}
-		}
+		c.reply(m.id, wsReply{err: err}, nil)
 	}
 }
 
@@ -165,11 +163,12 @@ func (c *wsConn) deliver(m *wsMessage) {
 		if m.known {
 			return // its call has its error
 		}
-		id, ok := tailID(m.tail)
-		if wt := c.take(id, ok, nil); wt != nil {
-			// It passed the widest bound, so its call's too: the error
-			// names the call's.
-			wt.ch <- wsReply{err: errResult(wt.lim.bound(c.opts))}
+		if id, ok := tailID(m.tail); ok {
+			if wt := c.waiting(id); wt != nil {
+				// It passed the widest bound, so its call's too: the
+				// error names the call's.
+				c.reply(id, wsReply{err: errResult(wt.lim.bound(c.opts))}, nil)
+			}
 		}
 		return
 	}
@@ -188,56 +187,65 @@ func (c *wsConn) deliver(m *wsMessage) {
 		// The envelope names two ids: the call its head named was
 		// charged for it and fails; the answer is nobody's.
 		m.hold.release()
-		if wt := c.take(m.id, true, nil); wt != nil {
-			wt.ch <- wsReply{err: unavailable(errors.New("node answered with two ids"))}
-		}
+		c.reply(m.id, wsReply{err: unavailable(errors.New("node answered with two ids"))}, nil)
 		return
 	}
-	wt := c.take(id, true, &r)
-	if wt == nil {
+	var rep wsReply
+	wt := c.waiting(id)
+	switch {
+	case wt == nil:
 		m.hold.release()
-		return
-	}
-	if r.Error != nil {
+	case r.Error != nil:
 		m.hold.release()
-		wt.ch <- wsReply{err: r.Error}
-		return
-	}
-	if bound := wt.lim.bound(c.opts); int64(len(r.Result)) > bound {
+		rep.err = r.Error
+	case int64(len(r.Result)) > wt.lim.bound(c.opts):
 		m.hold.release()
-		wt.ch <- wsReply{err: errResult(bound)}
-		return
-	}
-	if !m.known {
+		rep.err = errResult(wt.lim.bound(c.opts))
+	case !m.known:
 		// Its id came last: it is charged now that its call is known.
 		m.hold = holding{budget: wt.lim.Budget}
 		if err := m.hold.upTo(int64(len(m.data)), 0); err != nil {
-			wt.ch <- wsReply{err: err}
-			return
+			rep.err = err
+			break
 		}
+		fallthrough
+	default:
+		rep = wsReply{result: r.Result, hold: m.hold}
 	}
-	wt.ch <- wsReply{result: r.Result, hold: m.hold}
+	c.reply(id, rep, &r)
 }
 
-// take removes the call waiting for id (ok false: none is known) and
-// returns it, or nil when none waits. r, the answer, registers a
-// subscription its subscribe call opened.
-func (c *wsConn) take(id uint64, ok bool, r *jsonrpc.Response) *wsWaiter {
-	if !ok {
-		return nil
-	}
+// waiting returns the call waiting for id, or nil.
+func (c *wsConn) waiting(id uint64) *wsWaiter {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.pending[id]
+}
+
+// reply hands rep to the call waiting for id and forgets the call; answer,
+// the node's answer when there is one, registers the subscription its
+// subscribe call opened. When no call waits any more (it gave up), what
+// rep took from a budget is given back. The hand-over happens under the
+// lock that forget takes, so a call that gives up finds any reply sent
+// before in its channel.
+func (c *wsConn) reply(id uint64, rep wsReply, answer *jsonrpc.Response) {
+	c.mu.Lock()
 	wt := c.pending[id]
 	delete(c.pending, id)
 	if s := c.subscribing[id]; s != nil {
 		delete(c.subscribing, id)
-		if r != nil && r.Error == nil {
-			s.id = string(r.Result)
+		if answer != nil && answer.Error == nil {
+			s.id = string(answer.Result)
 			c.subs[s.id] = s
 		}
 	}
-	return wt
+	if wt != nil {
+		wt.ch <- rep // buffered: never blocks
+	}
+	c.mu.Unlock()
+	if wt == nil {
+		rep.hold.release()
+	}
 }
 
 // headID returns the id of an answer whose envelope names it before its
