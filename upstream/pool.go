@@ -102,8 +102,10 @@ type Request struct {
 	// *portico.LimitError (LimitResult) while it is read.
 	MaxResult int64
 	// Budget, when set, is charged for the node's answer while it is read
-	// and given it back when Do returns (see Limits); a Take that fails
-	// fails the call with a *portico.LimitError (LimitMemory).
+	// (see Limits); a Take that fails fails the call with a
+	// *portico.LimitError (LimitMemory). Each attempt gives back what it
+	// took when it ends: the one whose answer Do returns before Do
+	// returns, a hedge that lost when it stops reading.
 	Budget MemoryBudget
 }
 
