@@ -134,8 +134,19 @@ type Limits struct {
 	// MaxBatchResponseBytes bounds the results of one batch together; the
 	// calls whose results do not fit get an error of their own.
 	MaxBatchResponseBytes int64 `yaml:"max_batch_response_bytes"`
-	MaxWSMessageBytes     int64 `yaml:"max_ws_message_bytes"`
-	MaxConnections        int   `yaml:"max_connections"`
+	// MaxResultBytes bounds one node answer's result; a larger one is
+	// refused while it is read (-32056). The default, 64 MiB, is several
+	// times the largest answers of ordinary calls (a full block with its
+	// transactions, a provider-capped eth_getLogs, a Solana getBlock: a
+	// few MB to ~20 MB), and above the batch bound (25 MiB) since a
+	// single call may rightly be larger than a batch's share; yet a
+	// quarter of a key's memory budget (key_memory_bytes, 256 MiB), so
+	// one key can have four such answers read at once, and no more.
+	// Whole-block traces (debug_trace*) can pass it: networks that serve
+	// them need more.
+	MaxResultBytes    int64 `yaml:"max_result_bytes"`
+	MaxWSMessageBytes int64 `yaml:"max_ws_message_bytes"`
+	MaxConnections    int   `yaml:"max_connections"`
 	// MaxConnectionsPerIP bounds the connections of one client address, so
 	// that one client cannot take every slot; 0 means no such bound (behind
 	// a load balancer that hides client addresses).
@@ -308,6 +319,7 @@ func DefaultConfig() Config {
 			MaxBodyBytes:                  5 << 20,
 			MaxBatch:                      100,
 			MaxBatchResponseBytes:         25 << 20,
+			MaxResultBytes:                64 << 20,
 			MaxWSMessageBytes:             5 << 20,
 			MaxConnections:                4096,
 			MaxConnectionsPerIP:           512,
@@ -436,6 +448,7 @@ func (c *Config) Validate() error {
 		{"limits.max_connections", int64(l.MaxConnections)},
 		{"limits.max_ws_connections", int64(l.MaxWSConnections)},
 		{"limits.max_batch_response_bytes", l.MaxBatchResponseBytes},
+		{"limits.max_result_bytes", l.MaxResultBytes},
 		{"limits.max_subscriptions_per_connection", int64(l.MaxSubscriptionsPerConnection)},
 		{"limits.max_subscriptions_per_key", int64(l.MaxSubscriptionsPerKey)},
 		{"limits.max_notification_queue", int64(l.MaxNotificationQueue)},

@@ -24,10 +24,19 @@ import (
 // (docs/benchmarks.md). The price is HTTP/1.1 only (no HTTP/2 to nodes), no
 // HTTP_PROXY from the environment, no transparent gzip, and a call that is
 // not cut short when its caller goes away before the attempt's deadline.
+//
+// Answers are streamed, not buffered by fasthttp: the body is read straight
+// into the caller's buffer, so its bound (Limits) is checked and its
+// budget charged while it arrives, and no answer's bytes are left in a
+// reuse pool of fasthttp's after the call.
 type HTTP struct {
-	url    string
-	client *fasthttp.HostClient
-	opts   *Options
+	url  string
+	opts *Options
+	// kept is the client of every first attempt, with kept-alive
+	// connections; fresh dials a new connection for each request and
+	// keeps none, for a request that met a connection the node had
+	// closed (see Send).
+	kept, fresh *fasthttp.HostClient
 }
 
 var _ Node = (*HTTP)(nil)
@@ -56,50 +65,68 @@ func NewHTTP(rawURL string, opts *Options) *HTTP {
 			host = net.JoinHostPort(u.Hostname(), port)
 		}
 	}
-	h.client = &fasthttp.HostClient{
-		Addr:  host,
-		IsTLS: tls,
-		Dial: func(addr string) (net.Conn, error) {
-			return fasthttp.DialTimeout(addr, 5*time.Second)
-		},
-		MaxConns:                 1024,
-		MaxConnWaitTimeout:       5 * time.Second,
-		MaxIdleConnDuration:      90 * time.Second,
-		ReadBufferSize:           upstreamReadBuffer,
-		WriteBufferSize:          16 << 10,
-		MaxResponseBodySize:      int(min(opts.maxResponse(), int64(^uint(0)>>1))),
-		NoDefaultUserAgentHeader: true,
-		DisablePathNormalizing:   true,
-		RetryIfErr:               retryStale,
+	client := func() *fasthttp.HostClient {
+		return &fasthttp.HostClient{
+			Addr:  host,
+			IsTLS: tls,
+			Dial: func(addr string) (net.Conn, error) {
+				return fasthttp.DialTimeout(addr, 5*time.Second)
+			},
+			MaxConns:                 1024,
+			MaxConnWaitTimeout:       5 * time.Second,
+			MaxIdleConnDuration:      90 * time.Second,
+			ReadBufferSize:           upstreamReadBuffer,
+			WriteBufferSize:          16 << 10,
+			NoDefaultUserAgentHeader: true,
+			DisablePathNormalizing:   true,
+			StreamResponseBody:       true,
+			// Send retries a stale connection itself, on a fresh one;
+			// fasthttp's own retry would take another idle connection.
+			RetryIfErr: func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+		}
 	}
+	h.kept, h.fresh = client(), client()
 	return h
 }
 
-// retryStale retries a call once when its connection turned out to be
-// closed by the node: a kept-alive connection the node had just closed
-// fails before the first byte of an answer, and the request was never
-// served, so it is sent again on a new connection and is not the node's
-// failure. Anything else, and a second failure, is not retried here.
-func retryStale(_ *fasthttp.Request, attempts int, err error) (resetTimeout, retry bool) {
-	return false, attempts == 1 && staleConn(err)
-}
-
 // staleConn reports whether err is a connection the peer closed before
-// answering.
+// the first byte of an answer (fasthttp reports any failure to read that
+// byte as io.EOF, then as ErrConnectionClosed), or reset while the
+// request was written.
 func staleConn(err error) bool {
 	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// Call posts one request and appends the result bytes to dst.
+// Call is Send with the node's own bound and no budget.
 func (h *HTTP) Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error) {
-	if h.client.Addr == "" {
+	return h.Send(ctx, method, params, Limits{}, dst)
+}
+
+// Send posts one request and appends the result bytes to dst.
+//
+// A request that meets a kept-alive connection the node had closed (it
+// fails before the first byte of an answer) was not served: it is sent
+// again, at once, on a connection dialled for it, which cannot be stale,
+// so once is as often as it takes. Only a failure there is the node's.
+// Nodes close kept-alive connections when their idle timeout ends, and
+// some (and load balancers before them) after every answer, without the
+// Connection: close header that would tell the client. The other way,
+// dropping idle connections older than the node's keep-alive, was not
+// taken: a node's keep-alive cannot be observed (one that closes after
+// every answer has none, a load balancer closes at times of its own),
+// fasthttp's MaxIdleConnDuration cannot change while the client runs, and
+// a connection younger than the keep-alive still races with the close.
+func (h *HTTP) Send(ctx context.Context, method string, params jsontext.Value, lim Limits, dst []byte) (jsontext.Value, error) {
+	if h.kept.Addr == "" {
 		return nil, unavailable(errors.New("bad node URL"))
 	}
 	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
+	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
+	// A large request's buffer is let go rather than pooled.
+	defer req.ReleaseBody(maxPooledBytes)
 
 	req.SetRequestURI(h.url)
 	req.Header.SetMethod(fasthttp.MethodPost)
@@ -108,24 +135,40 @@ func (h *HTTP) Call(ctx context.Context, method string, params jsontext.Value, d
 	injectTrace(ctx, &req.Header)
 	req.SetBody(jsonrpc.AppendRequest(req.Body()[:0], []byte(requestID), method, params))
 
-	var err error
-	if deadline, ok := ctx.Deadline(); ok {
-		err = h.client.DoDeadline(req, resp, deadline)
-	} else {
-		err = h.client.Do(req, resp)
+	err := h.do(ctx, h.kept, req, resp)
+	if err != nil && staleConn(err) {
+		req.SetConnectionClose()
+		err = h.do(ctx, h.fresh, req, resp)
 	}
 	if err != nil {
-		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-			err = errors.New("response larger than the upstream response limit")
+		return nil, classify(ctx, scrub(err, h.url))
+	}
+	// Unless the body was read to its end, closing it closes the
+	// connection: nothing is drained.
+	defer resp.CloseBodyStream()
+	// A 5xx or 429 means this node cannot serve now: another node may.
+	// A short body is read past, so that the connection stays (a node
+	// that rate-limits should not also get a new connection per call).
+	status := resp.StatusCode()
+	length := int64(resp.Header.ContentLength()) // -1 chunked, -2 until close
+	if status >= 500 || status == fasthttp.StatusTooManyRequests {
+		if length >= 0 && length <= readChunk {
+			_, _ = io.CopyN(io.Discard, resp.BodyStream(), length)
+		}
+		return nil, unavailable(fmt.Errorf("HTTP %d", status))
+	}
+	hold := holding{budget: lim.Budget}
+	defer hold.release()
+	maxResult := lim.bound(h.opts)
+	start := len(dst)
+	dst, err = readBody(resp.BodyStream(), max(length, -1), maxResult, &hold, dst)
+	if err != nil {
+		if isLimit(err) {
+			return nil, err
 		}
 		return nil, classify(ctx, scrub(err, h.url))
 	}
-	// A 5xx or 429 means this node cannot serve now: another node may.
-	status := resp.StatusCode()
-	if status >= 500 || status == fasthttp.StatusTooManyRequests {
-		return nil, unavailable(fmt.Errorf("HTTP %d", status))
-	}
-	r, err := jsonrpc.DecodeResponse(resp.Body())
+	r, err := jsonrpc.DecodeResponse(dst[start:])
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("HTTP %d: %v", status, err))
 	}
@@ -135,13 +178,26 @@ func (h *HTTP) Call(ctx context.Context, method string, params jsontext.Value, d
 	if r.Error != nil {
 		return nil, r.Error
 	}
-	// The response's buffer goes back to fasthttp's pool: the result is
-	// copied once, into the caller's buffer.
-	return append(dst, r.Result...), nil
+	if int64(len(r.Result)) > maxResult {
+		return nil, errResult(maxResult)
+	}
+	// The body was read where the result goes: the result moves to the
+	// front, over the envelope, and is the only copy.
+	n := copy(dst[start:], r.Result)
+	return dst[:start+n], nil
+}
+
+// do sends req on client within ctx's deadline.
+func (h *HTTP) do(ctx context.Context, client *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) error {
+	if deadline, ok := ctx.Deadline(); ok {
+		return client.DoDeadline(req, resp, deadline)
+	}
+	return client.Do(req, resp)
 }
 
 // Close releases idle connections.
 func (h *HTTP) Close() error {
-	h.client.CloseIdleConnections()
+	h.kept.CloseIdleConnections()
+	h.fresh.CloseIdleConnections()
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -47,13 +48,24 @@ func NewInProcess(h http.Handler, opts *Options) *InProcess {
 // embeddedURL is the URL of the requests the handler sees.
 const embeddedURL = "http://embedded.invalid/"
 
-// Call serves one call through the handler. The handler runs on its own
+// Call is Send with the node's own bound and no budget.
+func (n *InProcess) Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error) {
+	return n.Send(ctx, method, params, Limits{}, dst)
+}
+
+// Send serves one call through the handler. The handler runs on its own
 // goroutine so that a call still ends at its deadline if the handler does
 // not watch its context; a panic in it is a failure of this node, not of
 // the gateway.
-func (n *InProcess) Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error) {
+//
+// The answer is bounded and charged as the handler writes it; a handler
+// that answers a body directly (Server) has built the whole answer before
+// it is seen, so that one is bounded and charged at once.
+func (n *InProcess) Send(ctx context.Context, method string, params jsontext.Value, lim Limits, dst []byte) (jsontext.Value, error) {
 	body := jsonrpc.AppendRequest(nil, []byte(requestID), method, params)
-	w := &responseBuffer{header: http.Header{}, limit: n.opts.maxResponse()}
+	maxResult := lim.bound(n.opts)
+	w := &responseBuffer{header: http.Header{}, maxResult: maxResult, hold: holding{budget: lim.Budget}}
+	defer w.close()
 	serve, err := n.serve(ctx, body, w)
 	if err != nil {
 		return nil, unavailable(err)
@@ -76,8 +88,8 @@ func (n *InProcess) Call(ctx context.Context, method string, params jsontext.Val
 	switch {
 	case err != nil:
 		return nil, unavailable(err)
-	case w.tooBig:
-		return nil, unavailable(errors.New("response larger than the upstream response limit"))
+	case w.err != nil:
+		return nil, w.err
 	case w.status >= 500 || w.status == http.StatusTooManyRequests:
 		return nil, unavailable(fmt.Errorf("HTTP %d", w.status))
 	}
@@ -90,6 +102,9 @@ func (n *InProcess) Call(ctx context.Context, method string, params jsontext.Val
 	}
 	if r.Error != nil {
 		return nil, r.Error
+	}
+	if int64(len(r.Result)) > maxResult {
+		return nil, errResult(maxResult)
 	}
 	if dst == nil {
 		// The buffer is this call's own: the result may alias it.
@@ -105,7 +120,7 @@ func (n *InProcess) serve(ctx context.Context, body []byte, w *responseBuffer) (
 		return func() {
 			out, status := s.Serve(ctx, body, nil)
 			w.WriteHeader(status)
-			_, _ = w.Write(out)
+			w.adopt(out)
 		}, nil
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, embeddedURL, bytes.NewReader(body))
@@ -122,31 +137,90 @@ func (n *InProcess) serve(ctx context.Context, body []byte, w *responseBuffer) (
 // Close does nothing: the handler's owner stops it.
 func (n *InProcess) Close() error { return nil }
 
-// responseBuffer is the ResponseWriter of one embedded call.
+// responseBuffer is the ResponseWriter of one embedded call. It bounds
+// and charges what the handler writes; once the call has returned (the
+// handler may still run after a timeout), it takes nothing more.
 type responseBuffer struct {
-	header http.Header
+	header    http.Header
+	maxResult int64
+
+	mu     sync.Mutex
 	status int
 	body   []byte
-	limit  int64
-	tooBig bool
+	hold   holding
+	err    error // the bound or budget the answer passed
+	closed bool
 }
 
 func (w *responseBuffer) Header() http.Header { return w.header }
 
 func (w *responseBuffer) WriteHeader(status int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writeHeader(status)
+}
+
+func (w *responseBuffer) writeHeader(status int) {
 	if w.status == 0 {
 		w.status = status
 	}
 }
 
 func (w *responseBuffer) Write(p []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	if int64(len(w.body)+len(p)) > w.limit {
-		w.tooBig = true
-		return 0, errors.New("response larger than the upstream response limit")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.check(len(p)); err != nil {
+		return 0, err
+	}
+	if cap(w.body)-len(w.body) < len(p) {
+		w.body = grow(w.body, 0, len(p), bodyBound(w.maxResult))
 	}
 	w.body = append(w.body, p...)
 	return len(p), nil
+}
+
+// adopt takes a whole answer the buffer may keep as it is.
+func (w *responseBuffer) adopt(out []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.body) > 0 {
+		if w.check(len(out)) == nil {
+			w.body = append(w.body, out...)
+		}
+		return
+	}
+	if w.check(len(out)) == nil {
+		w.body = out
+	}
+}
+
+// check checks and charges n more bytes of answer.
+func (w *responseBuffer) check(n int) error {
+	w.writeHeader(http.StatusOK)
+	switch {
+	case w.err != nil:
+		return w.err
+	case w.closed:
+		return errors.New("call ended")
+	}
+	size := int64(len(w.body) + n)
+	if size > bodyBound(w.maxResult) {
+		w.err = errResult(w.maxResult)
+		return w.err
+	}
+	if err := w.hold.upTo(size, readChunk); err != nil {
+		w.err = err
+		return err
+	}
+	return nil
+}
+
+// close gives back what the answer took, when the call returns.
+func (w *responseBuffer) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	w.hold.release()
 }
 
 // Flush lets handlers that flush (geth's does) do so.

@@ -54,10 +54,16 @@ func TestInProcess(t *testing.T) {
 	if _, err := node.Call(ctx, "fail", nil, nil); !errors.As(err, &rpcErr) || rpcErr.Code != -32000 || rpcErr.Message != "header not found" {
 		t.Fatalf("fail: %v", err)
 	}
-	for _, m := range []string{"busy", "panic", "big", "junk"} {
+	for _, m := range []string{"busy", "panic", "junk"} {
 		if _, err := node.Call(ctx, m, nil, nil); !errors.Is(err, portico.ErrUpstreamUnavailable) {
 			t.Errorf("%s: got %v, want an unavailable node", m, err)
 		}
+	}
+	// A result past the node's bound is this process's limit, not the
+	// node's failure.
+	var limErr *portico.LimitError
+	if _, err := node.Call(ctx, "big", nil, nil); !errors.As(err, &limErr) || limErr.Limit != portico.LimitResult || limErr.Max != 1024 {
+		t.Errorf("big: got %v, want the result limit of 1024 bytes", err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()

@@ -97,6 +97,16 @@ type Request struct {
 	// Served, when not nil, is set to the name of the node whose answer
 	// is returned, for logs and traces.
 	Served *string
+	// MaxResult bounds the call's result in bytes; 0 means the node's
+	// own Options.MaxResponseBytes. A larger answer fails the call with a
+	// *portico.LimitError (LimitResult) while it is read.
+	MaxResult int64
+	// Budget, when set, is charged for the node's answer while it is read
+	// (see Limits); a Take that fails fails the call with a
+	// *portico.LimitError (LimitMemory). Each attempt gives back what it
+	// took when it ends: the one whose answer Do returns before Do
+	// returns, a hedge that lost when it stops reading.
+	Budget MemoryBudget
 }
 
 // Pool sends each call to the best node of a network for that call, hedges
@@ -209,7 +219,14 @@ type attempt struct {
 
 // Do sends a call to the pool's nodes until one answers, and appends the
 // result to dst (see Node). Errors other than a node's JSON-RPC error are
-// *portico.UpstreamError.
+// *portico.UpstreamError, or the *portico.LimitError of an answer that
+// passed req's bounds: that is returned as is, at once, and neither fails
+// over (another node would send the same answer) nor counts against the
+// node.
+//
+// When the returned slice is not on dst's array (a hedge answered first)
+// or Do returns early because the caller left, an attempt still running
+// may yet write past dst's length: dst's array must then not be reused.
 func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Value, error) {
 	if len(p.members) == 0 {
 		return nil, &portico.UpstreamError{Network: p.network, Err: portico.ErrNoUpstream}
@@ -244,12 +261,12 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 			defer acancel()
 			actx, span := p.tracer.Start(actx, "upstream "+req.Method, trace.WithSpanKind(trace.SpanKindClient))
 			start := time.Now()
-			res, err := m.Node.Call(actx, req.Method, params, buf)
-			if err != nil && !isAnswer(err) {
+			res, err := m.Node.Send(actx, req.Method, params, Limits{MaxResult: req.MaxResult, Budget: req.Budget}, buf)
+			if err != nil && !isAnswer(err) && !isLimit(err) {
 				err = classify(actx, err)
 			}
 			took := time.Since(start)
-			failed := err != nil && !isAnswer(err)
+			failed := err != nil && !isAnswer(err) && !isLimit(err)
 			lost := failed && errors.Is(ctx.Err(), context.Canceled) // another node answered, or the caller left
 			if span.IsRecording() {
 				span.SetAttributes(attribute.String("portico.network", p.network), attribute.String("portico.node", m.Name),
@@ -259,6 +276,8 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 					span.SetAttributes(attribute.Bool("portico.cancelled", true))
 				case failed:
 					span.SetStatus(codes.Error, err.Error())
+				case isLimit(err):
+					span.SetAttributes(attribute.String("portico.limit", err.Error()))
 				case err != nil:
 					span.SetAttributes(attribute.String("portico.node_error", err.Error()))
 				}
@@ -287,6 +306,10 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 		select {
 		case a := <-results:
 			pending--
+			if isLimit(a.err) {
+				// Ours, not the node's: its health is untouched.
+				return nil, a.err
+			}
 			if a.err == nil || isAnswer(a.err) {
 				if slow != nil && a.m != slow {
 					slow.overtaken(slowSent, p.now())

@@ -71,7 +71,7 @@ func (w *WebSocket) Subscribe(ctx context.Context, req SubRequest, notify func(s
 		conn.mu.Unlock()
 		return nil, unavailable(conn.err)
 	}
-	conn.pending[id] = ch
+	conn.pending[id] = &wsWaiter{ch: ch}
 	conn.subscribing[id] = s
 	conn.mu.Unlock()
 	msg := jsonrpc.AppendRequest(nil, strconv.AppendUint(nil, id, 10), req.Method, req.Params)

@@ -19,6 +19,9 @@ type callFunc func(ctx context.Context) (jsontext.Value, error)
 func (f callFunc) Call(ctx context.Context, _ string, _ jsontext.Value, _ []byte) (jsontext.Value, error) {
 	return f(ctx)
 }
+func (f callFunc) Send(ctx context.Context, method string, params jsontext.Value, _ upstream.Limits, dst []byte) (jsontext.Value, error) {
+	return f.Call(ctx, method, params, dst)
+}
 func (f callFunc) Close() error { return nil }
 
 // fakeClock is a pool clock the test moves by hand.

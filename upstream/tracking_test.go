@@ -67,6 +67,9 @@ func (n *headNode) Call(ctx context.Context, method string, _ jsontext.Value, _ 
 }
 
 // Close does nothing.
+func (n *headNode) Send(ctx context.Context, method string, params jsontext.Value, _ upstream.Limits, dst []byte) (jsontext.Value, error) {
+	return n.Call(ctx, method, params, dst)
+}
 func (n *headNode) Close() error { return nil }
 
 // newHeadPool tracks a and b every millisecond on clock; Close is checked

@@ -24,14 +24,20 @@ import (
 	"github.com/porticohq/portico/jsonrpc"
 )
 
-// Node sends one call to one node. Call appends the result bytes, as the
+// Node sends one call to one node. Send appends the result bytes, as the
 // node sent them, to dst and returns the extended slice, so that a caller
 // can have them land in its response buffer with no copy of its own; or it
 // returns an error: a *jsonrpc.Error when the node answered with a JSON-RPC
-// error (passed on to the client as is), anything else when the node could
-// not be asked or its answer was unusable. On an error the bytes of dst
-// past its length may have been written.
+// error (passed on to the client as is), a *portico.LimitError when the
+// answer passed lim (see Limits: this process's bound, not the node's
+// fault), anything else when the node could not be asked or its answer was
+// unusable. On an error the bytes of dst past its length may have been
+// written.
+//
+// Call is Send with the zero Limits: the node's own bound and no budget.
+// It is the portico.Caller a family's chain hooks ask nodes through.
 type Node interface {
+	Send(ctx context.Context, method string, params jsontext.Value, lim Limits, dst []byte) (jsontext.Value, error)
 	Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error)
 	Close() error
 }
@@ -57,13 +63,15 @@ func Dial(rawURL string, opts *Options) (Node, error) {
 
 // Options tune a Node. The zero value works.
 type Options struct {
-	// MaxResponseBytes bounds a response from the node; 0 means 256 MiB.
+	// MaxResponseBytes bounds the result of one call to the node (its
+	// envelope aside) when the call names no bound of its own (see
+	// Limits); 0 means DefaultMaxResponseBytes.
 	MaxResponseBytes int64
 }
 
 func (o *Options) maxResponse() int64 {
 	if o == nil || o.MaxResponseBytes <= 0 {
-		return 256 << 20
+		return DefaultMaxResponseBytes
 	}
 	return o.MaxResponseBytes
 }

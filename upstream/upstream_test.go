@@ -1,18 +1,13 @@
 package upstream_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,6 +187,9 @@ type nodeFunc func() (jsontext.Value, error)
 func (f nodeFunc) Call(context.Context, string, jsontext.Value, []byte) (jsontext.Value, error) {
 	return f()
 }
+func (f nodeFunc) Send(context.Context, string, jsontext.Value, upstream.Limits, []byte) (jsontext.Value, error) {
+	return f()
+}
 func (f nodeFunc) Close() error { return nil }
 
 // TestResponseID: an answer whose id is not the request's is a failure of
@@ -224,53 +222,5 @@ func TestResponseID(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestStaleKeepAlive: a node that closes each kept-alive connection right
-// after answering (as nodes behind some proxies do) costs no call an error:
-// the request that met the closed connection is sent again on a new one,
-// and the node is not benched.
-func TestStaleKeepAlive(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var served atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, req.Body)
-				served.Add(1)
-				body := `{"jsonrpc":"2.0","id":1,"result":"0x1"}`
-				// Keep-alive as far as the client knows; then the close.
-				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-				time.Sleep(20 * time.Millisecond)
-			}()
-		}
-	}()
-	var logs strings.Builder
-	pool := upstream.NewPool(upstream.PoolConfig{Network: "evm", Members: []upstream.Member{{Name: "a", Node: upstream.NewHTTP("http://"+ln.Addr().String(), nil)}},
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	defer pool.Close()
-	for i := range 10 {
-		if _, err := pool.Call(context.Background(), "eth_chainId", nil, nil); err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-		time.Sleep(40 * time.Millisecond) // the node has closed the connection by now
-	}
-	if strings.Contains(logs.String(), "upstream failed") {
-		t.Fatalf("a stale connection counted as a node failure:\n%s", logs.String())
 	}
 }

@@ -34,8 +34,12 @@ var _ Node = (*WebSocket)(nil)
 // subscriptions it carries.
 type wsConn struct {
 	c       *websocket.Conn
+	opts    *Options
 	mu      sync.Mutex
-	pending map[uint64]chan wsReply
+	pending map[uint64]*wsWaiter
+	// widest is the largest result bound of a call sent on the
+	// connection: the bound of a message whose id is not known yet.
+	widest int64
 	// subscribing are the subscribe calls waiting for their id: the
 	// reader registers the subscription before it hands the id over, so a
 	// notification right behind the answer finds it.
@@ -45,9 +49,18 @@ type wsConn struct {
 	done        chan struct{}
 }
 
+// wsWaiter is a call waiting for its answer, with its bounds.
+type wsWaiter struct {
+	ch  chan wsReply
+	lim Limits
+}
+
+// wsReply is the answer to one call. hold is what the message took from
+// the call's budget: the call gives it back when it returns.
 type wsReply struct {
 	result jsontext.Value
 	err    error
+	hold   holding
 }
 
 // NewWebSocket returns a node for a ws or wss URL. Nothing is dialled until
@@ -56,8 +69,15 @@ func NewWebSocket(rawURL string, opts *Options) *WebSocket {
 	return &WebSocket{url: rawURL, opts: opts}
 }
 
-// Call sends one request on the shared connection and waits for its answer.
+// Call is Send with the node's own bound and no budget.
 func (w *WebSocket) Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error) {
+	return w.Send(ctx, method, params, Limits{}, dst)
+}
+
+// Send sends one request on the shared connection and waits for its
+// answer, which the connection's reader bounds and charges as it arrives
+// (see readMessage).
+func (w *WebSocket) Send(ctx context.Context, method string, params jsontext.Value, lim Limits, dst []byte) (jsontext.Value, error) {
 	conn, id, err := w.connect(ctx)
 	if err != nil {
 		return nil, classify(ctx, err)
@@ -68,7 +88,11 @@ func (w *WebSocket) Call(ctx context.Context, method string, params jsontext.Val
 		conn.mu.Unlock()
 		return nil, unavailable(conn.err)
 	}
-	conn.pending[id] = ch
+	conn.pending[id] = &wsWaiter{ch: ch, lim: lim}
+	if b := lim.bound(w.opts); b > conn.widest {
+		conn.widest = b
+		conn.c.SetReadLimit(wsDrainFactor * bodyBound(b))
+	}
 	conn.mu.Unlock()
 
 	msg := jsonrpc.AppendRequest(nil, strconv.AppendUint(nil, id, 10), method, params)
@@ -79,6 +103,7 @@ func (w *WebSocket) Call(ctx context.Context, method string, params jsontext.Val
 	}
 	select {
 	case r := <-ch:
+		defer r.hold.release()
 		if r.err != nil {
 			return nil, r.err
 		}
@@ -88,6 +113,11 @@ func (w *WebSocket) Call(ctx context.Context, method string, params jsontext.Val
 		return append(dst, r.result...), nil
 	case <-ctx.Done():
 		conn.forget(id)
+		select {
+		case r := <-ch: // sent before the call was forgotten
+			r.hold.release()
+		default:
+		}
 		return nil, classify(ctx, ctx.Err())
 	}
 }
@@ -148,9 +178,13 @@ func (w *WebSocket) dial(ctx context.Context) (*wsConn, error) {
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}
-	c.SetReadLimit(w.opts.maxResponse())
-	conn := &wsConn{c: c, pending: make(map[uint64]chan wsReply), subscribing: map[uint64]*wsSub{},
-		subs: map[string]*wsSub{}, done: make(chan struct{})}
+	// A message past its bound is read to its end without being kept,
+	// so that the connection and the other calls on it live on; one
+	// that goes on past wsDrainFactor bounds (of the widest bound of its
+	// calls) closes the connection.
+	c.SetReadLimit(wsDrainFactor * bodyBound(w.opts.maxResponse()))
+	conn := &wsConn{c: c, opts: w.opts, pending: make(map[uint64]*wsWaiter), subscribing: map[uint64]*wsSub{},
+		subs: map[string]*wsSub{}, done: make(chan struct{}), widest: w.opts.maxResponse()}
 	go w.read(conn)
 	return conn, nil
 }
@@ -159,39 +193,14 @@ func (w *WebSocket) dial(ctx context.Context) (*wsConn, error) {
 func (w *WebSocket) read(conn *wsConn) {
 	defer close(conn.done)
 	for {
-		_, data, err := conn.c.Read(context.Background())
+		_, r, err := conn.c.Reader(context.Background())
+		if err == nil {
+			err = conn.readMessage(r)
+		}
 		if err != nil {
 			w.drop(conn)
 			conn.fail(scrub(err, w.url))
 			return
-		}
-		r, err := jsonrpc.DecodeResponse(data)
-		if err != nil {
-			conn.notification(data) // or garbage, which it ignores
-			continue
-		}
-		id, err := strconv.ParseUint(string(r.ID), 10, 64)
-		if err != nil {
-			continue
-		}
-		conn.mu.Lock()
-		ch, ok := conn.pending[id]
-		delete(conn.pending, id)
-		if s := conn.subscribing[id]; s != nil {
-			delete(conn.subscribing, id)
-			if r.Error == nil {
-				s.id = string(r.Result)
-				conn.subs[s.id] = s
-			}
-		}
-		conn.mu.Unlock()
-		if !ok {
-			continue
-		}
-		if r.Error != nil {
-			ch <- wsReply{err: r.Error}
-		} else {
-			ch <- wsReply{result: r.Result}
 		}
 	}
 }
@@ -208,8 +217,8 @@ func (c *wsConn) fail(err error) {
 	if c.err == nil {
 		c.err = err
 	}
-	for id, ch := range c.pending {
-		ch <- wsReply{err: unavailable(err)}
+	for id, wt := range c.pending {
+		wt.ch <- wsReply{err: unavailable(err)}
 		delete(c.pending, id)
 	}
 	subs := c.subs

@@ -336,7 +336,7 @@ func (m *Main) network(ctx context.Context, n *config.Network, meter network.Met
 	}
 	var members []upstream.Member
 	for _, u := range n.Upstreams {
-		node, err := upstream.Dial(u.URL, nil)
+		node, err := upstream.Dial(u.URL, m.nodeOptions())
 		if err != nil {
 			return nil, err
 		}
@@ -346,7 +346,7 @@ func (m *Main) network(ctx context.Context, n *config.Network, meter network.Met
 		}
 		member := upstream.Member{Name: name, Node: node}
 		if u.WSURL != "" {
-			ws := upstream.NewWebSocket(u.WSURL, nil)
+			ws := upstream.NewWebSocket(u.WSURL, m.nodeOptions())
 			m.closers = append(m.closers, ws)
 			member.Subs = ws
 		}
@@ -387,6 +387,12 @@ func (m *Main) network(ctx context.Context, n *config.Network, meter network.Met
 	return &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Served: served}, nil
 }
 
+// nodeOptions are the options of every node: answers bounded by
+// limits.max_result_bytes.
+func (m *Main) nodeOptions() *upstream.Options {
+	return &upstream.Options{MaxResponseBytes: m.Config.Limits.MaxResultBytes}
+}
+
 // devnet starts the family's embedded devnet for network n, prints what
 // it offers, and returns it as an upstream member called in-process.
 func (m *Main) devnet(ctx context.Context, fam families.Family, n *config.Network) (upstream.Member, error) {
@@ -410,7 +416,7 @@ func (m *Main) devnet(ctx context.Context, fam families.Family, n *config.Networ
 	// The devnet also listens on loopback for its own clients; the
 	// gateway calls its handler in-process, through the same Node
 	// interface as a remote node.
-	member := upstream.Member{Name: n.Name + "/embedded", Node: upstream.NewInProcess(h, nil)}
+	member := upstream.Member{Name: n.Name + "/embedded", Node: upstream.NewInProcess(h, m.nodeOptions())}
 	// Subscriptions: the family's own way in-process, else the devnet's
 	// WebSocket endpoint.
 	if fam.Subscriber != nil {
@@ -418,7 +424,7 @@ func (m *Main) devnet(ctx context.Context, fam families.Family, n *config.Networ
 		member.Subs = s
 		m.closers = append(m.closers, closerFunc(closeSubs))
 	} else if u := d.WSURL(); u != "" {
-		ws := upstream.NewWebSocket(u, nil)
+		ws := upstream.NewWebSocket(u, m.nodeOptions())
 		m.closers = append(m.closers, ws)
 		member.Subs = ws
 	}
