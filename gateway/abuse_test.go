@@ -180,3 +180,66 @@ func TestNonReadingSubscribersBounded(t *testing.T) {
 	}
 	t.Logf("RSS grew %d MB; the process's budget held %d bytes at most; %d of %d subscribers cut off in 2 s", growth>>20, most, cut.Load(), clients)
 }
+
+// bigNode makes the test node answer every call with a string result of
+// size bytes, streamed (chunked) so that the node holds none of it.
+func bigNode(e *env, size int) {
+	chunk := []byte(strings.Repeat("a", 64<<10))
+	e.node.setReply(func(w http.ResponseWriter, req map[string]jsontext.Value) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req["id"]) + `,"result":"`))
+		for n := 0; n < size; n += len(chunk) {
+			if _, err := w.Write(chunk[:min(len(chunk), size-n)]); err != nil {
+				return
+			}
+		}
+		w.Write([]byte(`"}`))
+	})
+}
+
+// TestLargeResultsBounded: a 200 MB result is refused with -32056 while it
+// is read (at limits.max_result_bytes, 64 MiB by default in the nodes'
+// options), and a batch of ten 20 MB results under a 21 MB batch bound is
+// answered with the one that fits; neither makes the gateway hold much
+// more than its bounds. Before, the 200 MB result was returned whole (+495
+// MB RSS) and the batch peaked at 0.86 to 1.29 GB.
+func TestLargeResultsBounded(t *testing.T) {
+	e := newEnv(t, options{limits: func(l *gateway.Limits) {
+		l.MaxBatchResponseBytes = 21 << 20
+		l.MaxBatch = 10
+		l.MaxBodyBytes = 1 << 20
+	}})
+	t.Run("one 200 MB result", func(t *testing.T) {
+		bigNode(e, 200<<20)
+		stop := peakRSS(t)
+		status, body := e.post(t, testKey, `{"jsonrpc":"2.0","id":1,"method":"real_echo"}`)
+		growth := stop()
+		if status != 502 || !strings.Contains(body, `"code":-32056`) {
+			t.Fatalf("%d %.300s", status, body)
+		}
+		const bound = 200 << 20
+		if growth > bound {
+			t.Errorf("RSS grew %d MB refusing a 200 MB result (bound %d MB)", growth>>20, bound>>20)
+		}
+		t.Logf("RSS grew %d MB", growth>>20)
+	})
+	t.Run("ten 20 MB results in a batch", func(t *testing.T) {
+		bigNode(e, 20<<20)
+		var calls []string
+		for i := range 10 {
+			calls = append(calls, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i)+`,"method":"real_echo"}`)
+		}
+		stop := peakRSS(t)
+		status, body := e.post(t, testKey, "["+strings.Join(calls, ",")+"]")
+		growth := stop()
+		refused := strings.Count(body, `"code":-32054`)
+		if status != 200 || refused < 9 || len(body) > 21<<20+4096 {
+			t.Fatalf("status %d, %d refused, %d bytes", status, refused, len(body))
+		}
+		const bound = 200 << 20
+		if growth > bound {
+			t.Errorf("RSS grew %d MB for a batch bounded at 21 MB (bound %d MB)", growth>>20, bound>>20)
+		}
+		t.Logf("%d of 10 refused, RSS grew %d MB", refused, growth>>20)
+	})
+}

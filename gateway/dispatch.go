@@ -128,6 +128,16 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 	}
 
 	w.calls(len(calls))
+	// The node's answers count against the call's connection's or key's
+	// memory budget while they are read; a batch's against its own
+	// bound, under that.
+	budget := g.memoryOf(ctx, rq)
+	var held *membudget.Budget
+	if batch {
+		held = membudget.New("request", g.limits.MaxBatchResponseBytes, budget)
+		budget = held
+		defer func() { held.Give(held.Used()) }() // the response is built by then
+	}
 	// run serves call i; a non-nil frame is where its response starts
 	// (see network.Outcome's Framed).
 	run := func(i int, frame []byte) {
@@ -147,7 +157,7 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		case p.unsub != nil:
 			outs[i] = rq.net.Served.Unsubscribe(ctx, p.unsub)
 		default:
-			outs[i] = rq.net.Served.Call(ctx, network.Call{Method: p.m, Params: p.params, Served: p.served}, frame)
+			outs[i] = rq.net.Served.Call(ctx, network.Call{Method: p.m, Params: p.params, Served: p.served, Budget: budget}, frame)
 		}
 	}
 	if len(calls) == 1 {
@@ -159,9 +169,8 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 	} else {
 		// The results of a batch share one bound, the request's budget
 		// (under the connection's or the key's): a call whose result does
-		// not fit gets an error of its own, and its bytes are let go.
-		held := membudget.New("request", g.limits.MaxBatchResponseBytes, g.memoryOf(ctx, rq))
-		defer held.Give(held.Used()) // the response is built by then
+		// not fit gets an error of its own, refused while it is read, and
+		// its bytes are let go.
 		sem := make(chan struct{}, maxBatchParallel)
 		var wg sync.WaitGroup
 		for i := range calls {
@@ -173,8 +182,11 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 				run(i, nil)
 				if n := int64(len(outs[i].Result)); n > 0 {
 					if err := held.TakeErr(n); err != nil {
-						outs[i] = outcome{Err: g.batchRefusal(err)}
+						outs[i] = outcome{Err: err}
 					}
+				}
+				if outs[i].Err != nil {
+					outs[i].Err = g.batchRefusal(outs[i].Err)
 				}
 				<-sem
 			})
@@ -236,6 +248,10 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 	if quota != nil {
 		info.retryAfter = quota.RetryAfter
 	}
+	var limit *portico.LimitError
+	if !batch && errors.As(outs[0].Err, &limit) && limit.Limit == portico.LimitMemory {
+		info.retryAfter = time.Second
+	}
 	if !batch {
 		c := calls[0]
 		if c.IsNotification() && c.Err == nil {
@@ -274,8 +290,9 @@ func (g *Gateway) memoryOf(ctx context.Context, rq request) *membudget.Budget {
 	return g.keyMem.Of(rq.id.Name)
 }
 
-// batchRefusal is the error of a batch result its request's budget
-// refused: the batch's own size bound, or a memory budget above it.
+// batchRefusal turns the refusal of a batch's own budget (its size bound)
+// into the batch-response error; a memory budget above it, and any other
+// error, stays as it is.
 func (g *Gateway) batchRefusal(err error) error {
 	var r *membudget.Refused
 	if errors.As(err, &r) && r.Budget == "request" {

@@ -19,7 +19,10 @@ import (
 
 // TestBatchResponseBound: a batch whose results together pass the bound is
 // answered with the results that fit and an error for each call that does
-// not; the response stays within the bound (plus envelopes).
+// not; the response stays within the bound (plus envelopes). The answers
+// are read at once and count against the bound while they are read, so
+// which calls fit depends on the order they arrive in, and fewer may fit
+// than would one by one; never more.
 func TestBatchResponseBound(t *testing.T) {
 	e := newEnv(t, options{limits: func(l *gateway.Limits) { l.MaxBatchResponseBytes = 25_000 }})
 	big := `"` + strings.Repeat("ab", 5000) + `"` // a 10 KB result
@@ -36,8 +39,8 @@ func TestBatchResponseBound(t *testing.T) {
 	}
 	results := strings.Count(body, big)
 	refused := strings.Count(body, `"code":-32054,"message":"batch response too large: this call's result does not fit in the batch's limit of 25000 bytes"`)
-	if results != 2 || refused != 3 {
-		t.Fatalf("%d results and %d refusals, want 2 and 3; %d bytes", results, refused, len(body))
+	if results < 1 || results > 2 || results+refused != 5 {
+		t.Fatalf("%d results and %d refusals, want 1 or 2 results and the rest refused; %d bytes", results, refused, len(body))
 	}
 }
 

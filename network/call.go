@@ -43,6 +43,11 @@ type Call struct {
 	Params portico.Params
 	// Served, when not nil, is set to the node that answered.
 	Served *string
+	// MaxResult and Budget bound the node's answer while it is read (see
+	// upstream.Request): a batch's remaining room, the memory budget of
+	// the call's connection or key.
+	MaxResult int64
+	Budget    upstream.MemoryBudget
 }
 
 // Outcome is the answer to one call: result bytes or an error.
@@ -70,7 +75,8 @@ func (n *Network) Call(ctx context.Context, c Call, frame []byte) Outcome {
 			return framed(frame, res, FromHeads)
 		}
 	}
-	req := upstream.Request{Method: m.Name, Params: params.Send, Write: m.Write, Block: params.Block, Served: c.Served}
+	req := upstream.Request{Method: m.Name, Params: params.Send, Write: m.Write, Block: params.Block, Served: c.Served,
+		MaxResult: c.MaxResult, Budget: c.Budget}
 	if params.Pin != nil && params.Block.Kind == portico.BlockTag && fresh {
 		if head, ok := n.tags[params.Block.Tag]; ok {
 			if n, ok := heads.Of(head); ok {

@@ -102,25 +102,38 @@ type (
 
 // upTo makes sure that n bytes in all are taken, taking what is missing
 // in steps of at least step bytes (the rest stays taken for what comes
-// next).
+// next), or only what is missing when the budget has no room for a whole
+// step (a small budget, such as a batch's, still takes small answers).
 func (h *holding) upTo(n, step int64) error {
 	if h.budget == nil || n <= h.taken {
 		return nil
 	}
-	more := max(n-h.taken, step)
-	if b, ok := h.budget.(budgetTakeErr); ok {
-		if err := b.TakeErr(more); err != nil {
-			return err
-		}
-	} else if !h.budget.Take(more) {
-		var bound int64
-		if l, ok := h.budget.(budgetLimit); ok {
-			bound = l.Limit()
-		}
-		return &portico.LimitError{Limit: portico.LimitMemory, Max: bound}
+	need := n - h.taken
+	more := max(need, step)
+	err := h.take(more)
+	if err != nil && more > need {
+		more, err = need, h.take(need)
+	}
+	if err != nil {
+		return err
 	}
 	h.taken += more
 	return nil
+}
+
+// take takes n from the budget, or says which bound refused.
+func (h *holding) take(n int64) error {
+	if b, ok := h.budget.(budgetTakeErr); ok {
+		return b.TakeErr(n)
+	}
+	if h.budget.Take(n) {
+		return nil
+	}
+	var bound int64
+	if l, ok := h.budget.(budgetLimit); ok {
+		bound = l.Limit()
+	}
+	return &portico.LimitError{Limit: portico.LimitMemory, Max: bound}
 }
 
 // release gives back everything taken.
