@@ -5,7 +5,7 @@ DATA_DIR ?= portico-data
 BIN      ?= bin/portico
 FUZZTIME ?= 30s
 
-.PHONY: run test test-deps vet fuzz bench build
+.PHONY: run test test-deps vet fuzz bench build release-snapshot
 
 ## run: build $(BIN), then start portico serve on the embedded defaults
 ## (state kept in $(DATA_DIR)); Ctrl-C stops it with exit status 0
@@ -34,3 +34,8 @@ fuzz:
 ## bench: gateway benchmarks, see docs/benchmarks.md
 bench:
 	./scripts/bench.sh
+
+## release-snapshot: the release binaries for linux and darwin (amd64, arm64),
+## archives, checksums and SBOMs in dist/, not published (docs/deploy.md)
+release-snapshot:
+	./scripts/release-snapshot.sh
