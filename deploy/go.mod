@@ -1,0 +1,3 @@
+module github.com/porticohq/portico/deploy
+
+go 1.26.0
