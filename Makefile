@@ -13,16 +13,20 @@ run:
 	@GO="$(GO)" BIN="$(BIN)" ./scripts/run.sh --data-dir $(DATA_DIR)
 
 ## test: install what the tests need, vet, and run every test (missing parts fail, not skip)
+## (then the shipping tests, deploy/: a Go module of its own, docs/deploy.md)
 test: test-deps vet
 	PORTICO_TEST_STRICT=1 $(GO) test -timeout 20m ./...
+	cd deploy && PORTICO_TEST_STRICT=1 $(GO) test -timeout 20m ./...
 
 test-deps:
 	./scripts/install-test-deps.sh
 	./scripts/install-chromium.sh
+	./scripts/install-deploy-deps.sh
 	./scripts/start-services.sh
 
 vet:
 	$(GO) vet ./...
+	cd deploy && $(GO) vet ./...
 
 build:
 	$(GO) build -o $(BIN) ./cmd/portico
