@@ -11,6 +11,14 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# cyclonedx-gomod names the main module's version from the repository, read
+# with go-git, which cannot open a linked worktree (.git is then a file):
+# say so now rather than after the builds.
+if [ -f .git ]; then
+	echo "release-snapshot: this checkout is a linked git worktree, which cyclonedx-gomod (the SBOMs) cannot read; run it in a clone: git clone . /tmp/portico-release && make -C /tmp/portico-release release-snapshot" >&2
+	exit 1
+fi
+
 scripts/goreleaser.sh release --snapshot --clean "$@"
 
 cd dist
