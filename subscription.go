@@ -91,9 +91,29 @@ type Subscriptions struct {
 	UnknownID error
 	// Seq reads the number of a heads notification's block (or slot).
 	Seq func(kind string, result jsontext.Value) (uint64, bool)
-	// Head makes the result of a heads notification for block n, asking
-	// node where it must (a block header): for nodes that speak HTTP only,
-	// and to fill a gap when a subscription moves to another node. nil
-	// when the family cannot.
-	Head func(ctx context.Context, node Caller, kind string, n uint64, h Heads) (jsontext.Value, error)
+	// Head makes the result of a heads notification for block b (by its
+	// hash where b has one, else by its number), asking node where it
+	// must (a block header): for blocks no upstream subscription sent,
+	// such as a reorg's new branch fetched by the chain view, and for
+	// nodes that speak HTTP only. nil when the family cannot.
+	Head func(ctx context.Context, node Caller, kind string, b Header, h Heads) (jsontext.Value, error)
+	// HeadOf reads the block a heads notification is about, with its hash
+	// and parent: a family that has it sends its clients' heads streams
+	// from the chain view (every block of a new branch after a reorg, in
+	// order, as nodes do), and the notifications feed the view. nil for a
+	// family whose heads are kept in order by number alone (the slot
+	// chain, whose slot and root notifications never go back).
+	HeadOf func(kind string, result jsontext.Value) (Header, bool)
+	// Reorg makes the notification that tells a heads subscription's
+	// clients of a reorg, from the blocks it dropped (oldest first): the
+	// rollup's starknet_subscriptionReorg. nil when clients learn of a
+	// reorg from the new heads alone, as on the EVM.
+	Reorg func(kind string, dropped []Header) (method string, result jsontext.Value)
+	// LogOf reads the block a log notification is about and whether the
+	// node marked it removed (EVM logs): such notifications are sent once
+	// their block is on the served chain, and sent again as removed when
+	// a reorg drops it (Removed writes that form). nil for a family whose
+	// events carry no removal.
+	LogOf   func(kind string, result jsontext.Value) (block Header, removed, ok bool)
+	Removed func(result jsontext.Value) jsontext.Value
 }

@@ -78,7 +78,7 @@ func (c *fakeChain) next() <-chan uint64 {
 }
 
 func (c *fakeChain) header(n uint64) string {
-	return fmt.Sprintf(`{"number":"0x%x","hash":"0x%064x","extraData":"0x%s"}`, n, n, c.pad)
+	return fmt.Sprintf(`{"number":"0x%x","hash":"0x%064x","parentHash":"0x%064x","extraData":"0x%s"}`, n, n, n-1, c.pad)
 }
 
 // fakeWSNode is an EVM node over WebSocket in front of a fakeChain: it
@@ -120,6 +120,17 @@ func (n *fakeWSNode) serve(ctx context.Context, method string, params jsontext.V
 		b := head
 		if len(p) > 0 && strings.HasPrefix(p[0], "0x") {
 			b, _ = strconv.ParseUint(p[0][2:], 16, 64)
+		}
+		return jsontext.Value(n.chain.header(b)), nil
+	case "eth_getBlockByHash":
+		var p []string
+		json.Unmarshal(params, &p, json.RejectUnknownMembers(false))
+		var b uint64
+		if len(p) > 0 {
+			fmt.Sscanf(p[0], "0x%x", &b)
+		}
+		if b > head {
+			return jsontext.Value("null"), nil
 		}
 		return jsontext.Value(n.chain.header(b)), nil
 	case "eth_subscribe":

@@ -126,6 +126,12 @@ const (
 // own next notification comes). The notification is counted anyway.
 const slowFloor = 64 << 10
 
+// closeFrame is a close code and reason.
+type closeFrame struct {
+	code   websocket.StatusCode
+	reason string
+}
+
 // queued is one message waiting to be written.
 type queued struct {
 	msg []byte
@@ -152,6 +158,7 @@ type Conn struct {
 	// beside it the frame would wait behind a write to a client that does
 	// not read, and be lost.
 	closeLater func()
+	finish     *closeFrame   // close once what is queued is written
 	slots      chan struct{} // a message's in-flight slot, until its answer is written
 	room       chan struct{} // the writer made room below PauseQueueBytes
 	onPause    func()        // tests: called when reading pauses
@@ -420,7 +427,7 @@ func (c *Conn) send(msg []byte) {
 func (c *Conn) Notify(msg []byte) bool {
 	n := int64(len(msg))
 	c.mu.Lock()
-	if c.closed {
+	if c.closed || c.finish != nil {
 		c.mu.Unlock()
 		return false
 	}
@@ -486,6 +493,25 @@ func (c *Conn) OnClose(f func()) {
 		return
 	}
 	c.onClose = append(c.onClose, f)
+	c.mu.Unlock()
+}
+
+// CloseAfterQueued closes the connection with code and reason once every
+// message queued so far has been written (at once when none is): a
+// client cut off for a reason gets the message that says why first.
+// Messages queued after are not sent.
+func (c *Conn) CloseAfterQueued(code websocket.StatusCode, reason string) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	if len(c.queue) == 0 && !c.writing {
+		c.mu.Unlock()
+		c.Close(code, reason)
+		return
+	}
+	c.finish = &closeFrame{code, reason}
 	c.mu.Unlock()
 }
 
@@ -599,11 +625,14 @@ func (c *Conn) drain() {
 			// sent.
 			c.dropQueue()
 			c.writing = false
-			closeWS := c.closeLater
+			closeWS, finish := c.closeLater, c.finish
 			c.closeLater = nil
 			c.mu.Unlock()
 			if closeWS != nil {
 				go c.runClose(closeWS)
+			}
+			if finish != nil {
+				c.Close(finish.code, finish.reason)
 			}
 			return
 		}

@@ -48,9 +48,11 @@ type Upstream interface {
 
 var _ Upstream = (*upstream.Pool)(nil)
 
-// Meter charges keys for notifications; *metering.Meter is one.
+// Meter charges keys for notifications and gives back what was paid for
+// and not sent; *metering.Meter is one.
 type Meter interface {
 	Charge(ctx context.Context, id apikey.Identity, items []metering.Item) (metering.Bill, error)
+	Refund(ctx context.Context, b *metering.Bill, it metering.Item) error
 }
 
 var _ Meter = (*metering.Meter)(nil)

@@ -138,6 +138,7 @@ type Pool struct {
 	tracer  trace.Tracer
 
 	view    *chainview.View // the served chain, by hash
+	kick    chan struct{}   // a node's heads changed: follow now
 	leader  *member         // the node whose head the view follows
 	leading sync.Mutex      // guards leader; held by follow alone
 
@@ -163,6 +164,7 @@ func NewPool(cfg PoolConfig) *Pool {
 		depth = 256
 	}
 	p.view = chainview.New(depth)
+	p.kick = make(chan struct{}, 1)
 	if p.timeout <= 0 {
 		p.timeout = 20 * time.Second
 	}

@@ -32,6 +32,9 @@ type SubRequest struct {
 	Unsubscribe   string
 	Notifications []string
 	IDMember      string
+	// Avoid names a node not to use when another can hold the
+	// subscription: the one it was on when it went silent.
+	Avoid string
 }
 
 // Subscriber opens subscriptions on one node.
@@ -229,7 +232,20 @@ func (p *Pool) CanSubscribe() bool {
 // the node is gone.
 func (p *Pool) Subscribe(ctx context.Context, req SubRequest, notify func(string, jsontext.Value), ended func(error)) (cancel func(), node string, err error) {
 	var last error
-	for _, m := range p.order(Request{Method: req.Method}) {
+	order := p.order(Request{Method: req.Method})
+	if req.Avoid != "" {
+		// The node to avoid goes last: still there when it is the only one.
+		slices.SortStableFunc(order, func(a, b *member) int {
+			switch {
+			case a.Name == req.Avoid && b.Name != req.Avoid:
+				return 1
+			case b.Name == req.Avoid && a.Name != req.Avoid:
+				return -1
+			}
+			return 0
+		})
+	}
+	for _, m := range order {
 		s := m.subscriber()
 		if s == nil {
 			continue

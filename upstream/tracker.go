@@ -43,7 +43,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.follow(ctx)
 
 	run, stop := context.WithCancel(context.Background())
-	polled := make(chan struct{}, 1)
+	polled := p.kick
 	var tracking sync.WaitGroup
 	for _, m := range p.members {
 		tracking.Go(func() { p.pollEvery(run, m, polled) })
@@ -277,6 +277,33 @@ func (p *Pool) followLeader(ctx context.Context, eligible []*member, best portic
 		p.log.Warn("chain view reset: the new head is too far ahead to link", "network", p.network, "head", head.Number, "upstream", lead.Name)
 	}
 	p.view.SetMarks(best.Safe, best.Finalized)
+}
+
+// Observe records a head a node told of on its own (a heads
+// subscription's notification) as if a poll had read it, and has the
+// chain view follow at once rather than at the next poll.
+func (p *Pool) Observe(node string, h portico.Header) {
+	for _, m := range p.members {
+		if m.Name != node {
+			continue
+		}
+		m.mu.Lock()
+		if h.Number >= m.heads.Head.Number && h.Number >= m.heads.Latest && !m.headsAt.IsZero() {
+			m.heads.Head, m.heads.Latest, m.headsAt = h, h.Number, p.now()
+		}
+		m.mu.Unlock()
+		p.Poke()
+		return
+	}
+}
+
+// Poke has the network's heads and chain view brought up to date with
+// what the nodes said last, now rather than after the next poll.
+func (p *Pool) Poke() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
 }
 
 // View returns the network's chain view: the served chain by hash.

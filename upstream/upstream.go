@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/valyala/fasthttp"
@@ -63,10 +64,20 @@ func Dial(rawURL string, opts *Options) (Node, error) {
 
 // Options tune a Node. The zero value works.
 type Options struct {
+	// PingInterval is how often a WebSocket node is pinged; one that does
+	// not answer within another interval is dropped. 0 means 10s.
+	PingInterval time.Duration
 	// MaxResponseBytes bounds the result of one call to the node (its
 	// envelope aside) when the call names no bound of its own (see
 	// Limits); 0 means DefaultMaxResponseBytes.
 	MaxResponseBytes int64
+}
+
+func (o *Options) pingInterval() time.Duration {
+	if o == nil || o.PingInterval <= 0 {
+		return 10 * time.Second
+	}
+	return o.PingInterval
 }
 
 func (o *Options) maxResponse() int64 {

@@ -186,7 +186,37 @@ func (w *WebSocket) dial(ctx context.Context) (*wsConn, error) {
 	conn := &wsConn{c: c, opts: w.opts, pending: make(map[uint64]*wsWaiter), subscribing: map[uint64]*wsSub{},
 		subs: map[string]*wsSub{}, done: make(chan struct{}), widest: w.opts.maxResponse()}
 	go w.read(conn)
+	go w.keepalive(conn)
 	return conn, nil
+}
+
+// keepalive pings the node every PingInterval until the connection ends;
+// a ping not answered within another interval drops the connection, so
+// that a node that froze without closing its socket fails its calls and
+// ends its subscriptions (which are then opened elsewhere) instead of
+// holding them silent.
+func (w *WebSocket) keepalive(conn *wsConn) {
+	every := w.opts.pingInterval()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-conn.done:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		err := conn.c.Ping(ctx)
+		cancel()
+		if err != nil {
+			select {
+			case <-conn.done:
+			default:
+				w.drop(conn)
+			}
+			return
+		}
+	}
 }
 
 // read dispatches answers to their callers until the connection breaks.

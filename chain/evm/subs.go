@@ -47,6 +47,9 @@ func Subscriptions() portico.Subscriptions {
 		DefaultNotificationCost: CostNewHeadNotification,
 		Seq:                     headNumber,
 		Head:                    head,
+		HeadOf:                  headOf,
+		LogOf:                   logOf,
+		Removed:                 removed,
 		UnknownID:               &subError{"subscription not found"},
 	}
 }
@@ -173,20 +176,81 @@ func headNumber(_ string, result jsontext.Value) (uint64, bool) {
 	return n, err == nil
 }
 
+// headOf reads a newHeads notification's block: number, hash and parent.
+func headOf(_ string, result jsontext.Value) (portico.Header, bool) {
+	var h struct {
+		Number     string `json:"number"`
+		Hash       string `json:"hash"`
+		ParentHash string `json:"parentHash"`
+	}
+	if err := json.Unmarshal(result, &h, json.RejectUnknownMembers(false)); err != nil || h.Hash == "" {
+		return portico.Header{}, false
+	}
+	n, err := strconv.ParseUint(strings.TrimPrefix(h.Number, "0x"), 16, 64)
+	if err != nil {
+		return portico.Header{}, false
+	}
+	out := portico.Header{Number: n, Hash: strings.ToLower(h.Hash), Parent: strings.ToLower(h.ParentHash)}
+	if n > 0 {
+		out.ParentNumber = n - 1
+	}
+	return out, true
+}
+
+// logOf reads a logs notification's block and its removed flag.
+func logOf(kind string, result jsontext.Value) (portico.Header, bool, bool) {
+	if kind != "logs" {
+		return portico.Header{}, false, false
+	}
+	var l struct {
+		BlockHash   string `json:"blockHash"`
+		BlockNumber string `json:"blockNumber"`
+		Removed     bool   `json:"removed"`
+	}
+	if err := json.Unmarshal(result, &l, json.RejectUnknownMembers(false)); err != nil || l.BlockHash == "" {
+		return portico.Header{}, false, false
+	}
+	n, err := strconv.ParseUint(strings.TrimPrefix(l.BlockNumber, "0x"), 16, 64)
+	if err != nil {
+		return portico.Header{}, false, false
+	}
+	return portico.Header{Number: n, Hash: strings.ToLower(l.BlockHash)}, l.Removed, true
+}
+
+// removed writes a log as a reorg took it away: "removed": true, as geth
+// sends the logs of dropped blocks.
+func removed(result jsontext.Value) jsontext.Value {
+	var l map[string]jsontext.Value
+	if err := json.Unmarshal(result, &l); err != nil {
+		return result
+	}
+	l["removed"] = jsontext.Value("true")
+	out, err := json.Marshal(l, json.Deterministic(true))
+	if err != nil {
+		return result
+	}
+	return out
+}
+
 // blockOnlyMembers are the members eth_getBlockByNumber has that a header,
 // as a newHeads notification writes it, has not.
 var blockOnlyMembers = []string{"transactions", "uncles", "size", "totalDifficulty", "withdrawals"}
 
-// head makes the newHeads notification of block n from the node's
-// eth_getBlockByNumber: the block without its body.
-func head(ctx context.Context, node portico.Caller, _ string, n uint64, _ portico.Heads) (jsontext.Value, error) {
-	res, err := node.Call(ctx, "eth_getBlockByNumber", jsontext.Value(`["0x`+strconv.FormatUint(n, 16)+`",false]`), nil)
+// head makes the newHeads notification of block b from the node's
+// eth_getBlockByHash (by number when its hash is not known): the block
+// without its body.
+func head(ctx context.Context, node portico.Caller, _ string, b portico.Header, _ portico.Heads) (jsontext.Value, error) {
+	method, id := "eth_getBlockByNumber", "0x"+strconv.FormatUint(b.Number, 16)
+	if b.Hash != "" {
+		method, id = "eth_getBlockByHash", b.Hash
+	}
+	res, err := node.Call(ctx, method, jsontext.Value(`["`+id+`",false]`), nil)
 	if err != nil {
 		return nil, err
 	}
 	var block map[string]jsontext.Value
 	if err := json.Unmarshal(res, &block); err != nil || block == nil {
-		return nil, &subError{"block " + strconv.FormatUint(n, 10) + " not found"}
+		return nil, &subError{"block " + strconv.FormatUint(b.Number, 10) + " not found"}
 	}
 	for _, k := range blockOnlyMembers {
 		delete(block, k)

@@ -306,7 +306,8 @@ func slotOf(kind string, result jsontext.Value) (uint64, bool) {
 // speak HTTP only): the slot, the one before it as parent (skipped slots
 // are not known from polling), and the finalized slot as root, in agave's
 // member order.
-func slotHead(_ context.Context, _ portico.Caller, _ string, n uint64, h portico.Heads) (jsontext.Value, error) {
+func slotHead(_ context.Context, _ portico.Caller, _ string, b portico.Header, h portico.Heads) (jsontext.Value, error) {
+	n := b.Number
 	parent := n
 	if n > 0 {
 		parent = n - 1

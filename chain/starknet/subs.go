@@ -60,6 +60,8 @@ func Subscriptions() portico.Subscriptions {
 		DefaultNotificationCost: CostNewHeadNotification,
 		Seq:                     headSeq,
 		Head:                    head,
+		HeadOf:                  headOf,
+		Reorg:                   reorgNotice,
 		UnknownID:               ErrInvalidSubscriptionID,
 	}
 }
@@ -179,18 +181,51 @@ func headSeq(kind string, result jsontext.Value) (uint64, bool) {
 	return *h.Number, true
 }
 
-// head makes the new heads notification of block n: the node's block
-// without its transactions and status, a BLOCK_HEADER.
-func head(ctx context.Context, node portico.Caller, _ string, n uint64, _ portico.Heads) (jsontext.Value, error) {
-	res, err := node.Call(ctx, "starknet_getBlockWithTxHashes", jsontext.Value(`{"block_id":{"block_number":`+strconv.FormatUint(n, 10)+`}}`), nil)
+// headOf reads a new head's block: number, hash and parent.
+func headOf(kind string, result jsontext.Value) (portico.Header, bool) {
+	if kind != "newHeads" {
+		return portico.Header{}, false
+	}
+	var h struct {
+		Number *uint64 `json:"block_number"`
+		Hash   string  `json:"block_hash"`
+		Parent string  `json:"parent_hash"`
+	}
+	if json.Unmarshal(result, &h, json.RejectUnknownMembers(false)) != nil || h.Number == nil || h.Hash == "" {
+		return portico.Header{}, false
+	}
+	out := portico.Header{Number: *h.Number, Hash: hashForm(h.Hash), Parent: hashForm(h.Parent)}
+	if out.Number > 0 {
+		out.ParentNumber = out.Number - 1
+	}
+	return out, true
+}
+
+// reorgNotice is the spec's starknet_subscriptionReorg for the dropped
+// blocks: the first and last of them.
+func reorgNotice(_ string, dropped []portico.Header) (string, jsontext.Value) {
+	first, last := dropped[0], dropped[len(dropped)-1]
+	return "starknet_subscriptionReorg", jsontext.Value(`{"starting_block_hash":"` + first.Hash + `","starting_block_number":` +
+		strconv.FormatUint(first.Number, 10) + `,"ending_block_hash":"` + last.Hash + `","ending_block_number":` + strconv.FormatUint(last.Number, 10) + `}`)
+}
+
+// head makes the new heads notification of block b: the node's block
+// without its transactions and status, a BLOCK_HEADER, asked for by hash
+// when b has one.
+func head(ctx context.Context, node portico.Caller, _ string, b portico.Header, _ portico.Heads) (jsontext.Value, error) {
+	id := `{"block_number":` + strconv.FormatUint(b.Number, 10) + `}`
+	if b.Hash != "" {
+		id = `{"block_hash":"` + b.Hash + `"}`
+	}
+	res, err := node.Call(ctx, "starknet_getBlockWithTxHashes", jsontext.Value(`{"block_id":`+id+`}`), nil)
 	if err != nil {
 		return nil, err
 	}
-	var b map[string]jsontext.Value
-	if err := json.Unmarshal(res, &b); err != nil || b == nil {
+	var block map[string]jsontext.Value
+	if err := json.Unmarshal(res, &block); err != nil || block == nil {
 		return nil, &SpecError{Code: 24, Message: "Block not found"}
 	}
-	delete(b, "transactions")
-	delete(b, "status")
-	return json.Marshal(b, json.Deterministic(true))
+	delete(block, "transactions")
+	delete(block, "status")
+	return json.Marshal(block, json.Deterministic(true))
 }
