@@ -168,6 +168,9 @@ func TestCacheability(t *testing.T) {
 		{"eth_getLogs", `[{}]`, portico.ByBlock, "tag:latest", `[{"fromBlock":"0x10","toBlock":"0x10"}]`},
 		{"eth_getLogs", `[{"fromBlock":"latest","toBlock":"pending"}]`, portico.NotCacheable, "tag:pending", ""},
 		{"eth_getLogs", `[{"fromBlock":"safe","toBlock":"latest"}]`, portico.NotCacheable, "tag:latest", ""},
+		// Filters the node refuses itself go to it, uncached.
+		{"eth_getLogs", `[{"fromBlock":"0x5","toBlock":"0x1"}]`, portico.NotCacheable, "none", ""},
+		{"eth_getLogs", `[{"blockHash":` + hash + `,"toBlock":"0x1"}]`, portico.NotCacheable, "none", ""},
 		{"eth_chainId", ``, portico.Immutable, "none", ""},
 		{"eth_gasPrice", `[]`, portico.PerHead, "none", ""},
 		{"eth_blockNumber", `[]`, portico.NotCacheable, "none", ""},

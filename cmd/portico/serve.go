@@ -348,7 +348,7 @@ func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network
 		members = append(members, member)
 	}
 	table := fam.Table(embedded)
-	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{Allow: n.Methods, Costs: n.Costs, DefaultCost: n.DefaultCost, NotificationCosts: n.NotificationCosts})
+	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{Allow: n.Methods, Enable: n.Enable, Costs: n.Costs, DefaultCost: n.DefaultCost, NotificationCosts: n.NotificationCosts})
 	if err != nil {
 		return nil, err
 	}

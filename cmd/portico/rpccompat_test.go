@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/porticohq/portico/config"
+	"github.com/porticohq/portico/devnet/evmdevnet"
+	"github.com/porticohq/portico/internal/rpccompat"
+)
+
+const executionAPIs = "../../testdata/execution-apis"
+
+// TestRPCCompat replays the Ethereum conformance corpus (execution-apis'
+// rpc-compat tests, testdata/execution-apis) through Portico's default
+// configuration in front of a go-ethereum node loaded with the corpus's
+// chain, and sends each request to the node directly as well:
+//
+//   - every answer through Portico is the node's, byte for byte (results
+//     and errors);
+//   - every case the node passes (judged as hive judges) passes through
+//     Portico: eth_ and net_ cases on the default network, debug_ and
+//     txpool_ cases on a network that enables those groups;
+//   - testing_ methods are refused with -32601 by default;
+//   - a second pass, answered from the cache where the rules allow,
+//     changes nothing, and the cache did answer.
+func TestRPCCompat(t *testing.T) {
+	cases, err := rpccompat.Load(filepath.Join(executionAPIs, "tests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := rpccompat.LoadSpec(filepath.Join(executionAPIs, "openrpc.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := evmdevnet.New(evmdevnet.Config{
+		BlockPeriod: -1,
+		GenesisFile: filepath.Join(executionAPIs, "tests", "genesis.json"),
+		ChainRLP:    filepath.Join(executionAPIs, "tests", "chain.rlp"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := node.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+
+	cfg := config.DefaultConfig()
+	cfg.Keys = []config.Key{{Name: "test", Key: "test0123456789abcdef0123456789ab"}}
+	up := []config.Upstream{{Name: "geth", URL: node.HTTPURL()}}
+	cfg.Networks = []config.Network{
+		{Name: "evm", Family: "evm", Upstreams: up},
+		{Name: "evm-debug", Family: "evm", Upstreams: up, Enable: []string{"debug", "txpool"}},
+	}
+	s := start(t, cfg)
+	urls := map[string]string{"evm": s.url(t, "evm"), "evm-debug": s.url(t, "evm-debug")}
+
+	type answered struct {
+		network string
+		request []byte
+		answer  []byte
+	}
+	var reads []answered
+	passed, nodePassed := 0, 0
+	for _, c := range cases {
+		caseOK, nodeOK := true, true
+		for i, ex := range c.Exchanges {
+			network := "evm"
+			switch ns, _, _ := strings.Cut(ex.Method, "_"); ns {
+			case "debug", "txpool":
+				network = "evm-debug"
+			case "testing":
+				_, via := postBytes(t, urls[network], ex.Request)
+				if !bytes.Contains(via, []byte(`"code":-32601`)) || !bytes.Contains(via, []byte(`"data":{"source":"portico"}`)) {
+					t.Errorf("%s: %s is served by default: %.200s", c.Name, ex.Method, via)
+				}
+				caseOK, nodeOK = false, false
+				continue
+			}
+			write := ex.Method == "eth_sendRawTransaction"
+			var direct []byte
+			if !write { // a transaction is sent once, through Portico
+				_, direct = postBytes(t, node.HTTPURL(), ex.Request)
+				if c.Judge(spec, i, direct) != nil {
+					nodeOK = false
+				}
+			}
+			_, via := postBytes(t, urls[network], ex.Request)
+			if err := c.Judge(spec, i, via); err != nil {
+				caseOK = false
+				if direct == nil || c.Judge(spec, i, direct) == nil {
+					t.Errorf("%s: the node passes, Portico does not: %v\n got %.300s\nwant %.300s", c.Name, err, via, ex.Response)
+				}
+			}
+			if direct != nil && !bytes.Equal(via, direct) {
+				t.Errorf("%s: Portico's answer is not the node's\nportico %.300s\n   node %.300s", c.Name, via, direct)
+			}
+			if !write {
+				reads = append(reads, answered{network, ex.Request, via})
+			}
+		}
+		if caseOK {
+			passed++
+		}
+		if nodeOK {
+			nodePassed++
+		}
+	}
+	t.Logf("%d cases: %d pass through Portico, %d pass on the node directly", len(cases), passed, nodePassed)
+
+	// The second pass: the same reads, some from the cache.
+	hits := 0
+	for _, r := range reads {
+		h, via := postBytes(t, urls[r.network], r.request)
+		if h.Get("X-Cache") == "HIT" {
+			hits++
+		}
+		if !bytes.Equal(via, r.answer) {
+			t.Errorf("second pass of %s changed the answer\n first %.300s\nsecond %.300s", r.request, r.answer, via)
+		}
+	}
+	if hits == 0 {
+		t.Error("no answer of the second pass came from the cache")
+	}
+	t.Logf("second pass: %d of %d reads from the cache", hits, len(reads))
+}
+
+// postBytes sends a body and returns the headers and the trimmed answer.
+func postBytes(t *testing.T, url string, body []byte) (http.Header, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header, bytes.TrimSpace(b)
+}
