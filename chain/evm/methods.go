@@ -19,8 +19,13 @@ import (
 // and admin_, miner_ or personal_ ones, never pass unless a network's
 // config names them (docs/methods.md).
 
-// notInSpec are the methods served by default that the spec leaves out.
-var notInSpec = []string{"net_listening", "web3_clientVersion", "web3_sha3"}
+// notInSpec are the methods served by default that the spec leaves out:
+// ones every client library calls, and the uncle methods, which nodes
+// still serve (a block after the merge has no uncles) and hosted providers
+// price.
+var notInSpec = []string{"net_listening", "web3_clientVersion", "web3_sha3",
+	"eth_getUncleByBlockHashAndIndex", "eth_getUncleByBlockNumberAndIndex",
+	"eth_getUncleCountByBlockHash", "eth_getUncleCountByBlockNumber"}
 
 // groups are the methods each optional group adds, beyond the spec's
 // methods of the group's namespace: the tracing methods hosted providers
