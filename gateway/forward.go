@@ -52,14 +52,14 @@ func (g *Gateway) forward(ctx context.Context, rq request, p prepared, frame []b
 	var key string
 	switch policy {
 	case portico.Immutable, portico.FinalResult:
-		key = cacheKey(net.Name, m.Name, req.Params, 0)
+		key = cacheKey(net.Methods.keyForm, net.Name, m.Name, req.Params, 0)
 	case portico.ByBlock:
 		if req.Block.Kind == portico.BlockNumber {
-			key = cacheKey(net.Name, m.Name, req.Params, 0)
+			key = cacheKey(net.Methods.keyForm, net.Name, m.Name, req.Params, 0)
 		}
 	case portico.PerHead:
 		if fresh && heads.Latest > 0 {
-			key = cacheKey(net.Name, m.Name, req.Params, heads.Latest)
+			key = cacheKey(net.Methods.keyForm, net.Name, m.Name, req.Params, heads.Latest)
 		}
 	}
 	state := cacheNone
@@ -83,7 +83,7 @@ func (g *Gateway) forward(ctx context.Context, rq request, p prepared, frame []b
 	if !m.Write && params.Cache != portico.NotCacheable && g.flights != nil {
 		flying = key
 		if flying == "" {
-			flying = cacheKey(net.Name, m.Name, req.Params, 0)
+			flying = cacheKey(net.Methods.keyForm, net.Name, m.Name, req.Params, 0)
 		}
 		f, leader := g.flights.join(flying)
 		if !leader {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/devnet/evmdevnet"
 	"github.com/porticohq/portico/internal/rpccompat"
@@ -132,6 +134,34 @@ func TestRPCCompat(t *testing.T) {
 		t.Error("no answer of the second pass came from the cache")
 	}
 	t.Logf("second pass: %d of %d reads from the cache", hits, len(reads))
+
+	// The third pass: the same reads from a client whose encoder puts a
+	// space after every comma and colon. They share the cache's keys.
+	spacedHits := 0
+	for _, r := range reads {
+		v := jsontext.Value(bytes.Clone(r.request))
+		if err := v.Format(jsontext.SpaceAfterComma(true), jsontext.SpaceAfterColon(true)); err != nil {
+			t.Fatal(err)
+		}
+		h, via := postBytes(t, urls[r.network], v)
+		if h.Get("X-Cache") == "HIT" {
+			spacedHits++
+		}
+		if !bytes.Equal(via, r.answer) {
+			t.Errorf("spaced %s changed the answer\n first %.300s\nspaced %.300s", v, r.answer, via)
+		}
+	}
+	if spacedHits != hits {
+		t.Errorf("spaced params: %d of %d reads from the cache, compact ones %d", spacedHits, len(reads), hits)
+	}
+
+	// A checksummed address is the same account: the cache answers.
+	balance := `{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x7dcd17433742f4c0ca53122ab541d0ba67fc27df","0xa38f2a6f7d276298d8e7a9bfa28625e4dc8948021f5a7369d0a04571879e98d2"]}`
+	_, first := postBytes(t, urls["evm"], []byte(balance))
+	h, again := postBytes(t, urls["evm"], []byte(strings.Replace(balance, "0x7dcd17433742f4c0ca53122ab541d0ba67fc27df", "0x7dcd17433742f4C0cA53122Ab541D0Ba67fC27dF", 1)))
+	if h.Get("X-Cache") != "HIT" || !bytes.Equal(first, again) || !bytes.Contains(first, []byte(`"result":"0x56"`)) {
+		t.Errorf("checksummed address: %s %s, lower-case %s", h.Get("X-Cache"), again, first)
+	}
 }
 
 // postBytes sends a body and returns the headers and the trimmed answer.
