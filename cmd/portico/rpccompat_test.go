@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/devnet/evmdevnet"
 	"github.com/porticohq/portico/internal/rpccompat"
 )
 
@@ -21,17 +21,21 @@ const executionAPIs = "../../testdata/execution-apis"
 
 // TestRPCCompat replays the Ethereum conformance corpus (execution-apis'
 // rpc-compat tests, testdata/execution-apis) through Portico's default
-// configuration in front of a go-ethereum node loaded with the corpus's
-// chain, and sends each request to the node directly as well:
+// configuration in front of the embedded go-ethereum devnet loaded with the
+// corpus's chain (imported once; its head is safe and finalized, as the
+// corpus's forkchoice says), and sends each request to the node directly
+// as well:
 //
 //   - every answer through Portico is the node's, byte for byte (results
-//     and errors);
+//     and errors), over HTTP and over a WebSocket;
 //   - every case the node passes (judged as hive judges) passes through
 //     Portico: eth_ and net_ cases on the default network, debug_ and
-//     txpool_ cases on a network that enables those groups;
-//   - testing_ methods are refused with -32601 by default;
+//     txpool_ cases on a network that enables those groups (a second
+//     Portico in front of the same node);
+//   - testing_ methods are refused with -32601, saying Portico answered;
 //   - a second pass, answered from the cache where the rules allow,
-//     changes nothing, and the cache did answer.
+//     changes nothing, and the cache did answer; a third, from a client
+//     that puts spaces in its params, gets the same hits.
 func TestRPCCompat(t *testing.T) {
 	cases, err := rpccompat.Load(filepath.Join(executionAPIs, "tests"))
 	if err != nil {
@@ -41,30 +45,31 @@ func TestRPCCompat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := evmdevnet.New(evmdevnet.Config{
-		BlockPeriod: -1,
-		GenesisFile: filepath.Join(executionAPIs, "tests", "genesis.json"),
-		ChainRLP:    filepath.Join(executionAPIs, "tests", "chain.rlp"),
-	})
+	key := "test0123456789abcdef0123456789ab"
+	cfg := config.DefaultConfig()
+	cfg.Keys = []config.Key{{Name: "test", Key: key}}
+	traffic := false
+	cfg.Networks = []config.Network{{Name: "evm", Family: "evm", Devnet: config.Devnet{
+		Genesis: filepath.Join(executionAPIs, "tests", "genesis.json"), ChainRLP: filepath.Join(executionAPIs, "tests", "chain.rlp"),
+		BlockPeriod: time.Hour, Traffic: &traffic,
+	}}}
+	s := start(t, cfg)
+	node := s.m.Devnets["evm"]
+	debugCfg := config.DefaultConfig()
+	debugCfg.Keys = cfg.Keys
+	debugCfg.Networks = []config.Network{{Name: "evm-debug", Family: "evm", Upstreams: []config.Upstream{{Name: "devnet", URL: node.HTTPURL()}},
+		Enable: []string{"debug", "txpool"}}}
+	sd := start(t, debugCfg)
+	urls := map[string]string{"evm": s.url(t, "evm"), "evm-debug": sd.url(t, "evm-debug")}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, s.wsURL(t, "evm"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := node.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
-
-	cfg := config.DefaultConfig()
-	cfg.Keys = []config.Key{{Name: "test", Key: "test0123456789abcdef0123456789ab"}}
-	up := []config.Upstream{{Name: "geth", URL: node.HTTPURL()}}
-	cfg.Networks = []config.Network{
-		{Name: "evm", Family: "evm", Upstreams: up},
-		{Name: "evm-debug", Family: "evm", Upstreams: up, Enable: []string{"debug", "txpool"}},
-	}
-	s := start(t, cfg)
-	urls := map[string]string{"evm": s.url(t, "evm"), "evm-debug": s.url(t, "evm-debug")}
+	defer ws.CloseNow()
+	ws.SetReadLimit(64 << 20)
 
 	type answered struct {
 		network string
@@ -105,6 +110,18 @@ func TestRPCCompat(t *testing.T) {
 			}
 			if direct != nil && !bytes.Equal(via, direct) {
 				t.Errorf("%s: Portico's answer is not the node's\nportico %.300s\n   node %.300s", c.Name, via, direct)
+			}
+			if network == "evm" && !write {
+				if err := ws.Write(ctx, websocket.MessageText, ex.Request); err != nil {
+					t.Fatal(err)
+				}
+				_, msg, err := ws.Read(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(msg, via) {
+					t.Errorf("%s: the WebSocket answer differs from HTTP's\n   ws %.300s\n http %.300s", c.Name, msg, via)
+				}
 			}
 			if !write {
 				reads = append(reads, answered{network, ex.Request, via})
