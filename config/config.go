@@ -211,7 +211,8 @@ type Network struct {
 	// when set.
 	Methods []string `yaml:"methods"`
 	// Enable adds to the allowlist: a method group the family keeps off
-	// by default (evm: debug, trace, txpool), or a method by name.
+	// by default (evm: accounts, debug, trace, txpool), or a method by
+	// name.
 	Enable []string `yaml:"enable"`
 	// Costs overrides credit costs by method name.
 	Costs map[string]int `yaml:"costs"`

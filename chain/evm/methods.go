@@ -10,14 +10,17 @@ import (
 // (SpecMethods, generated from testdata/execution-apis); only what the
 // spec does not say is written here.
 //
-// By default a network serves every eth_ and net_ method of the spec, and
-// the web3_ and net_ methods every client calls that the spec leaves out.
-// The spec's debug_ and txpool_ methods, with the tracing methods hosted
-// providers serve, are off by default in the groups debug, txpool and
-// trace: they are expensive (a trace re-executes a block) or reveal the
-// node's internals (its pool). The spec's engine_ and testing_ methods,
-// and admin_, miner_ or personal_ ones, never pass unless a network's
-// config names them (docs/methods.md).
+// By default a network serves every eth_ and net_ method of the spec but
+// the five that act with the node's own accounts, and the web3_ and net_
+// methods every client calls that the spec leaves out. Off by default, in
+// groups a network enables by name: the spec's debug_ and txpool_ methods
+// with the tracing methods hosted providers serve (debug, txpool, trace),
+// because they are expensive (a trace re-executes a block) or reveal the
+// node's internals (its pool); and the account methods (accounts), because
+// a node with unlocked keys (anvil, a dev geth, one behind clef) would sign
+// and send with them for every API key. The spec's engine_ and testing_
+// methods, and admin_, miner_ or personal_ ones, never pass unless a
+// network's config names them (docs/methods.md).
 
 // notInSpec are the methods served by default that the spec leaves out:
 // ones every client library calls, and the uncle methods, which nodes
@@ -31,11 +34,16 @@ var notInSpec = []string{"net_listening", "web3_clientVersion", "web3_sha3",
 // methods of the group's namespace: the tracing methods hosted providers
 // serve (Infura's debug and trace tables) and geth's txpool_inspect.
 var groups = map[string][]string{
-	"debug":  {"debug_storageRangeAt", "debug_traceBlock", "debug_traceCall"},
+	"accounts": nodeAccounts,
+	"debug":    {"debug_storageRangeAt", "debug_traceBlock", "debug_traceCall"},
 	"txpool": {"txpool_inspect"},
 	"trace": {"trace_block", "trace_call", "trace_callMany", "trace_filter", "trace_get",
 		"trace_rawTransaction", "trace_replayBlockTransactions", "trace_replayTransaction", "trace_transaction"},
 }
+
+// nodeAccounts are the spec's methods that use the node's own accounts:
+// its addresses, and signing and sending with its keys.
+var nodeAccounts = []string{"eth_accounts", "eth_coinbase", "eth_sign", "eth_signTransaction", "eth_sendTransaction"}
 
 // filterMethods hold state on the node that made the filter: the gateway
 // treats them as writes (never hedged, never cached, sent to another node
@@ -48,7 +56,7 @@ var filterMethods = []string{"eth_newFilter", "eth_newBlockFilter", "eth_newPend
 func defaultAllow() []string {
 	var out []string
 	for _, name := range SpecMethods() {
-		if strings.HasPrefix(name, "eth_") || strings.HasPrefix(name, "net_") {
+		if (strings.HasPrefix(name, "eth_") || strings.HasPrefix(name, "net_")) && !slices.Contains(nodeAccounts, name) {
 			out = append(out, name)
 		}
 	}

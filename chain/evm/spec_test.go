@@ -58,7 +58,8 @@ func TestSpecMethods(t *testing.T) {
 }
 
 // TestDefaultMethods: by default a network serves every eth_ and net_
-// method of the spec; debug_ and txpool_ methods of the spec only in
+// method of the spec but those that act with the node's accounts, which
+// are a group of their own; debug_ and txpool_ methods of the spec only in
 // their groups; testing_ and engine_ methods never, unless named. Every
 // method served has a cost.
 func TestDefaultMethods(t *testing.T) {
@@ -67,18 +68,27 @@ func TestDefaultMethods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := gateway.NewMethods(tb, gateway.MethodsConfig{Enable: []string{"debug", "trace", "txpool"}})
+	all, err := gateway.NewMethods(tb, gateway.MethodsConfig{Enable: []string{"accounts", "debug", "trace", "txpool"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, name := range tb.Optional["accounts"] {
+		if !slices.Contains(evm.SpecMethods(), name) {
+			t.Errorf("account method %s is not in the spec", name)
+		}
+	}
 	for _, name := range evm.SpecMethods() {
 		ns, _, _ := strings.Cut(name, "_")
-		switch ns {
-		case "eth", "net":
+		switch {
+		case slices.Contains(tb.Optional["accounts"], name):
+			if def.Lookup(name) != nil || all.Lookup(name) == nil {
+				t.Errorf("%s: served by default, or not in the accounts group", name)
+			}
+		case ns == "eth" || ns == "net":
 			if def.Lookup(name) == nil {
 				t.Errorf("%s is not served by default", name)
 			}
-		case "debug", "txpool":
+		case ns == "debug" || ns == "txpool":
 			if def.Lookup(name) != nil {
 				t.Errorf("%s is served by default", name)
 			}
@@ -101,7 +111,7 @@ func TestDefaultMethods(t *testing.T) {
 		t.Fatalf("a method named in enable: %v", err)
 	}
 	if _, err := gateway.NewMethods(tb, gateway.MethodsConfig{Enable: []string{"debugg"}}); err == nil ||
-		!strings.Contains(err.Error(), `enable[0]: "debugg" is neither a method group of the evm family (debug, trace, txpool)`) {
+		!strings.Contains(err.Error(), `enable[0]: "debugg" is neither a method group of the evm family (accounts, debug, trace, txpool)`) {
 		t.Fatalf("a misspelt group: %v", err)
 	}
 }
