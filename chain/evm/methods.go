@@ -36,7 +36,7 @@ var notInSpec = []string{"net_listening", "web3_clientVersion", "web3_sha3",
 var groups = map[string][]string{
 	"accounts": nodeAccounts,
 	"debug":    {"debug_storageRangeAt", "debug_traceBlock", "debug_traceCall"},
-	"txpool": {"txpool_inspect"},
+	"txpool":   {"txpool_inspect"},
 	"trace": {"trace_block", "trace_call", "trace_callMany", "trace_filter", "trace_get",
 		"trace_rawTransaction", "trace_replayBlockTransactions", "trace_replayTransaction", "trace_transaction"},
 }
