@@ -277,6 +277,11 @@ func FuzzRules(f *testing.F) {
 			t.Fatalf("%s: pinned %s to invalid JSON %q", m.Name, s, pinned)
 		}
 		q, err := m.Params(pinned)
+		if err == nil && m.Name == "eth_getLogs" && q.Block.Kind == portico.BlockNone && q.Cache == portico.NotCacheable {
+			// A fromBlock above the pinned head: a range the node refuses,
+			// as it refuses the same filter with the tag.
+			return
+		}
 		if err != nil || q.Block.Kind != portico.BlockNumber || q.Block.Number != 0x1234 {
 			t.Fatalf("%s: pinned %s to %s, read back as %+v, %v", m.Name, s, pinned, q.Block, err)
 		}
