@@ -109,6 +109,29 @@ func (e *MethodNotFoundError) Error() string {
 // ErrorCode returns -32601, JSON-RPC's method not found.
 func (e *MethodNotFoundError) ErrorCode() int { return -32601 }
 
+// AnsweredError marks an error Portico answers in place of a node: the
+// method is not on the network's list, or its params break a rule the
+// family checks before forwarding. Its code is the one a node would use
+// (-32601, -32602, a spec's code); jsonrpc.ErrorFor adds the data
+// {"source":"portico"} so that a client can tell it from a node's.
+type AnsweredError struct {
+	Err error
+}
+
+// Answered wraps err, when not nil, as Portico's own answer.
+func Answered(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &AnsweredError{Err: err}
+}
+
+// Error returns the wrapped error's message.
+func (e *AnsweredError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *AnsweredError) Unwrap() error { return e.Err }
+
 // LimitError reports a request that exceeds one of the gateway's size or
 // count limits.
 type LimitError struct {

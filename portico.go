@@ -96,18 +96,30 @@ type Table struct {
 	// Methods are the methods with their own rules; the seed's methods have
 	// full params validation.
 	Methods []Method
-	// DefaultCost is the credit cost of allowlisted methods with no row of
-	// their own.
+	// DefaultCost is the credit cost of allowlisted methods with neither a
+	// row of their own nor an entry in Costs.
 	DefaultCost int
+	// Costs are the credit costs of methods without a row of their own
+	// (or whose row leaves Cost at 0): those of DefaultAllow, Optional and
+	// Known, and names a network's config lists.
+	Costs map[string]int
 	// DefaultAllow is the default allowlist: methods with no row of their
-	// own that are forwarded at DefaultCost. A network's config may
-	// replace it.
+	// own that are forwarded as they came. A network's config may replace
+	// it (methods) or add to it (enable).
 	DefaultAllow []string
+	// Optional are groups of methods that are off by default because they
+	// are expensive or reveal the node's internals (the EVM's debug, trace
+	// and txpool namespaces); a network turns a group on by its name
+	// (config enable). Methods in no group and not in DefaultAllow pass
+	// only where a network's config names them.
+	Optional map[string][]string
 	// Known are rules for methods that are served only when allowlisted:
 	// what block a call is about and how its answer may be cached. An
 	// allowlisted method without one is forwarded as it is and never
-	// cached. Their Cost, when 0, is the network's default cost.
+	// cached. Their Cost, when 0, comes from Costs or DefaultCost.
 	Known []Method
+	// KeyForm says which spellings of the same params share a cache key.
+	KeyForm KeyForm
 	// NamePattern is a regular expression that every method name of the
 	// family matches (an allowlist in config is checked against it).
 	NamePattern string
@@ -123,6 +135,23 @@ type Table struct {
 	// Subscriptions are the family's subscribe methods.
 	Subscriptions Subscriptions
 }
+
+// KeyForm says which spellings of a call's params are one value for the
+// cache (and for coalescing). Every form compares params as JSON values:
+// whitespace, the order of object members and the escapes of strings do
+// not matter, and numbers keep their spelling.
+type KeyForm uint8
+
+// The key forms of the families.
+const (
+	// KeyJSON compares strings byte for byte once unescaped (the slot
+	// chain's base58 and base64 strings are case-sensitive).
+	KeyJSON KeyForm = iota
+	// KeyHexFold also takes the hex digits of a "0x" string (0x and hex
+	// digits only) in either case: EVM and rollup nodes read "0xAB" and
+	// "0xab" (a checksummed address and its lower-case form) as one value.
+	KeyHexFold
+)
 
 // Block says which block a call is about, as its params rule found it, so
 // that the gateway can route it to a node that has the block, pin a tag to

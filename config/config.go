@@ -231,6 +231,10 @@ type Network struct {
 	// Methods replaces the family's default allowlist of forwarded methods
 	// when set.
 	Methods []string `yaml:"methods"`
+	// Enable adds to the allowlist: a method group the family keeps off
+	// by default (evm: accounts, debug, trace, txpool), or a method by
+	// name.
+	Enable []string `yaml:"enable"`
 	// Costs overrides credit costs by method name.
 	Costs map[string]int `yaml:"costs"`
 	// DefaultCost is the cost of allowlisted methods without a row; 0 keeps

@@ -374,7 +374,7 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 		}
 		sp, err := s.Params(c.Params)
 		if err != nil {
-			return prepared{}, err
+			return prepared{}, portico.Answered(err)
 		}
 		return prepared{m: &portico.Method{Name: s.Method, Cost: s.Cost}, sub: s, subParams: sp}, nil
 	}
@@ -387,7 +387,7 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 	}
 	m := rq.net.Methods.Lookup(c.Method)
 	if m == nil {
-		return prepared{}, &portico.MethodNotFoundError{Method: c.Method}
+		return prepared{}, portico.Answered(&portico.MethodNotFoundError{Method: c.Method})
 	}
 	if len(rq.id.Methods) > 0 && !rq.net.Methods.AnyOf(m, rq.id.Methods) {
 		return prepared{}, &portico.ForbiddenError{What: "method", Value: c.Method}
@@ -396,7 +396,7 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 	if m.Params != nil {
 		p, err := m.Params(c.Params)
 		if err != nil {
-			return prepared{}, err
+			return prepared{}, portico.Answered(err)
 		}
 		params = p
 	}

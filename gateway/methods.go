@@ -15,8 +15,9 @@ import (
 // (real names, the seed's stand-ins, the family's alias prefixes) mapped to
 // the row that serves it, with costs and the allowlist from config applied.
 type Methods struct {
-	byName map[string]*portico.Method
-	chain  portico.Chain // how tags resolve to heads
+	byName  map[string]*portico.Method
+	chain   portico.Chain   // how tags resolve to heads
+	keyForm portico.KeyForm // which params share a cache key
 	// subs are the family's subscriptions; subByName and unsubByName
 	// find a subscribe or unsubscribe method under any of its names.
 	subs        portico.Subscriptions
@@ -28,6 +29,9 @@ type Methods struct {
 type MethodsConfig struct {
 	// Allow replaces the table's default allowlist when not nil.
 	Allow []string
+	// Enable adds to the allowlist: the name of one of the table's
+	// Optional groups adds the group, a method name adds that method.
+	Enable []string
 	// Costs overrides costs by method name (real name or alias).
 	Costs map[string]int
 	// DefaultCost replaces the table's default cost when positive.
@@ -39,30 +43,20 @@ type MethodsConfig struct {
 
 // NewMethods resolves a family table. It fails when an allowlisted name
 // cannot be a method of the family (it does not match the table's
-// NamePattern) or a cost names a method that is neither a row nor
-// allowlisted, since that is a typo in config. Errors name the config
-// field: methods[i] or costs.<name>.
+// NamePattern), an enabled name is neither a group nor a method name, or a
+// cost names a method that is neither a row nor allowlisted, since that is
+// a typo in config. Errors name the config field: methods[i], enable[i]
+// or costs.<name>.
 func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 	defCost := t.DefaultCost
 	if cfg.DefaultCost > 0 {
 		defCost = cfg.DefaultCost
 	}
-	allow := t.DefaultAllow
-	if cfg.Allow != nil {
-		allow = cfg.Allow
-		if t.NamePattern != "" {
-			re, err := regexp.Compile(t.NamePattern)
-			if err != nil {
-				return nil, fmt.Errorf("the %s table's name pattern: %v", t.Family, err)
-			}
-			for i, name := range allow {
-				if !re.MatchString(name) {
-					return nil, fmt.Errorf("methods[%d]: %q is not a method name of the %s family (want %s)", i, name, t.Family, t.NamePattern)
-				}
-			}
-		}
+	allow, err := allowlist(t, cfg)
+	if err != nil {
+		return nil, err
 	}
-	m := &Methods{byName: map[string]*portico.Method{}, chain: t.Chain, subs: t.Subscriptions,
+	m := &Methods{byName: map[string]*portico.Method{}, chain: t.Chain, keyForm: t.KeyForm, subs: t.Subscriptions,
 		subByName: map[string]*portico.Subscription{}, unsubByName: map[string]*portico.Subscription{}}
 	// The rules are copied: costs from config apply to this network only.
 	m.subs.Methods = slices.Clone(t.Subscriptions.Methods)
@@ -120,6 +114,9 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 			row = portico.Method{Name: name}
 		}
 		if row.Cost == 0 {
+			row.Cost = t.Costs[name]
+		}
+		if row.Cost == 0 {
 			row.Cost = defCost
 		}
 		row.Write = row.Write || slices.Contains(t.Writes, name)
@@ -148,6 +145,43 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 		row.Cost = cfg.Costs[name]
 	}
 	return m, nil
+}
+
+// allowlist returns the names a network serves besides the table's rows:
+// the default allowlist or the config's, and what the config enables.
+func allowlist(t portico.Table, cfg MethodsConfig) ([]string, error) {
+	var re *regexp.Regexp
+	if t.NamePattern != "" {
+		var err error
+		if re, err = regexp.Compile(t.NamePattern); err != nil {
+			return nil, fmt.Errorf("the %s table's name pattern: %v", t.Family, err)
+		}
+	}
+	allow := t.DefaultAllow
+	if cfg.Allow != nil {
+		allow = cfg.Allow
+		for i, name := range allow {
+			if re != nil && !re.MatchString(name) {
+				return nil, fmt.Errorf("methods[%d]: %q is not a method name of the %s family (want %s)", i, name, t.Family, t.NamePattern)
+			}
+		}
+	}
+	if len(cfg.Enable) == 0 {
+		return allow, nil
+	}
+	allow = slices.Clone(allow)
+	for i, name := range cfg.Enable {
+		if group, ok := t.Optional[name]; ok {
+			allow = append(allow, group...)
+			continue
+		}
+		if re != nil && !re.MatchString(name) {
+			groups := slices.Sorted(maps.Keys(t.Optional))
+			return nil, fmt.Errorf("enable[%d]: %q is neither a method group of the %s family (%s) nor a method name (%s)", i, name, t.Family, strings.Join(groups, ", "), t.NamePattern)
+		}
+		allow = append(allow, name)
+	}
+	return allow, nil
 }
 
 // Lookup returns the row serving name, or nil.
@@ -216,6 +250,10 @@ func canonical(prefixes map[string]string, name string) string {
 // Subscriptions returns the family's subscription rules with the
 // network's configured costs, for the network that serves them.
 func (m *Methods) Subscriptions() portico.Subscriptions { return m.subs }
+
+// KeyForm returns how the family's params are made canonical for cache
+// keys.
+func (m *Methods) KeyForm() portico.KeyForm { return m.keyForm }
 
 // Chain returns the family's head-tracking hooks and block tags.
 func (m *Methods) Chain() portico.Chain { return m.chain }

@@ -21,17 +21,23 @@ func TestMethodsResolveNamesAndCosts(t *testing.T) {
 		{"evm", "evm_getProof", "eth_getProof", 150},
 		{"evm", "evm_getTransactionByBlockHashAndIndex", "eth_getTransactionByBlockHashAndIndex", 150},
 		{"evm", "eth_getTransactionByBlockHashAndIndex", "eth_getTransactionByBlockHashAndIndex", 150},
-		{"evm", "evm_chainId", "eth_chainId", 80},
-		{"evm", "net_version", "net_version", 80},
+		{"evm", "evm_chainId", "eth_chainId", 5},
+		{"evm", "net_version", "net_version", 5},
+		{"evm", "eth_call", "eth_call", 80},
+		{"evm", "evm_getLogs", "eth_getLogs", 255},
+		{"evm", "eth_simulateV1", "eth_simulateV1", 300},
 		{"solana", "getBlock", "getBlock", 160},
-		{"solana", "getSlot", "getSlot", 80},
+		{"solana", "getSlot", "getSlot", 180},
+		{"solana", "getLargestAccounts", "getLargestAccounts", 180},
 		{"starknet", "rollup_getEvents", "starknet_getEvents", 200},
 		{"starknet", "starknet_getEvents", "starknet_getEvents", 200},
-		{"starknet", "rollup_getStateUpdate", "starknet_getStateUpdate", 160},
+		{"starknet", "rollup_getStateUpdate", "starknet_getStateUpdate", 80},
+		{"starknet", "rollup_traceTransaction", "starknet_traceTransaction", 160},
 		{"starknet", "rollup_blockNumber", "starknet_blockNumber", 80},
 		{"evm", "getBlock", "", 0},
 		{"solana", "eth_getProof", "", 0},
-		{"evm", "evm_sign", "", 0},
+		{"evm", "debug_traceTransaction", "", 0},
+		{"evm", "testing_buildBlockV1", "", 0},
 	}
 	for _, tc := range cases {
 		m, err := gateway.NewMethods(tables[tc.table], gateway.MethodsConfig{})
@@ -50,7 +56,8 @@ func TestMethodsResolveNamesAndCosts(t *testing.T) {
 
 func TestMethodsConfig(t *testing.T) {
 	m, err := gateway.NewMethods(evm.Table(), gateway.MethodsConfig{
-		Allow:       []string{"eth_chainId", "evm_call"},
+		Allow:       []string{"eth_chainId", "evm_call", "eth_gasPrice"},
+		Enable:      []string{"txpool", "admin_peers"},
 		Costs:       map[string]int{"evm_getProof": 10, "eth_call": 5},
 		DefaultCost: 3,
 	})
@@ -63,8 +70,16 @@ func TestMethodsConfig(t *testing.T) {
 	if r := m.Lookup("eth_call"); r == nil || r.Cost != 5 {
 		t.Fatalf("eth_call %+v", r)
 	}
-	if r := m.Lookup("evm_chainId"); r == nil || r.Cost != 3 {
+	// default_cost prices the methods the table has no figure for.
+	if r := m.Lookup("evm_chainId"); r == nil || r.Cost != 5 {
 		t.Fatalf("chainId %+v", r)
+	}
+	if r := m.Lookup("eth_gasPrice"); r == nil || r.Cost != 3 {
+		t.Fatalf("gasPrice %+v", r)
+	}
+	// enable adds a group and a method named.
+	if r := m.Lookup("txpool_content"); r == nil || r.Cost != 1000 || m.Lookup("txpool_status") == nil || m.Lookup("admin_peers") == nil {
+		t.Fatalf("enabled methods %+v", r)
 	}
 	if m.Lookup("eth_blockNumber") != nil {
 		t.Fatal("allowlist not replaced")

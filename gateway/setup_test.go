@@ -195,7 +195,7 @@ func served(name string, methods *gateway.Methods, pool *upstream.Pool, cache *n
 		nm = meter
 	}
 	return &gateway.Network{Name: name, Hosts: hosts, Methods: methods, Served: network.New(network.Config{
-		Name: name, Upstream: pool, Tags: methods.Chain().Tags, Subs: methods.Subscriptions(), Cache: cache, NoCoalesce: noCoalesce,
+		Name: name, Upstream: pool, Tags: methods.Chain().Tags, KeyForm: methods.KeyForm(), Subs: methods.Subscriptions(), Cache: cache, NoCoalesce: noCoalesce,
 		Meter: nm, Metrics: m})}
 }
 

@@ -425,6 +425,9 @@ func decodeResponse(body []byte) (Response, error) {
 			if err := json.Unmarshal(val, r.Error); err != nil {
 				return r, fmt.Errorf("jsonrpc: malformed error object in response: %s", cleanJSONError(err))
 			}
+			// The node's bytes, passed on as they came; val is the
+			// decoder's and the body may go back to a pool.
+			r.Error.Raw = bytes.Clone(val)
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil {

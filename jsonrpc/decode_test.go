@@ -108,7 +108,17 @@ func TestDecodeResponse(t *testing.T) {
 	if err != nil || r.Error == nil || r.Error.Code != -32000 || r.Error.Message != "header not found" || string(r.Error.Data) != `{"x":1}` {
 		t.Fatalf("got %+v, %v", r, err)
 	}
-	for _, bad := range []string{``, `[]`, `{"id":1,"result":1}`, `{"jsonrpc":"2.0","id":1}`, `{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}}`, `{"jsonrpc":"2.0","id":1,"result":[1,}`, `{"jsonrpc":"2.0","id":1,"result":1} {}`} {
+	// A node's error passes on as the node wrote it: escapes, member order
+	// and members besides code, message and data.
+	nodeErr := `{ "message" : "block numbers must be in order: 155 \u003c= 155", "code":-38020, "data":{"x" : 1}, "event":-33000 }`
+	r, err = DecodeResponse([]byte(`{"jsonrpc":"2.0","id":9,"error":` + nodeErr + `}`))
+	if err != nil || r.Error.Code != -38020 || r.Error.Message != "block numbers must be in order: 155 <= 155" {
+		t.Fatalf("got %+v, %v", r, err)
+	}
+	if got := string(AppendError(nil, v(`"a"`), r.Error)); got != `{"jsonrpc":"2.0","id":"a","error":`+nodeErr+`}` {
+		t.Fatalf("AppendError wrote a node's error anew: %s", got)
+	}
+	for _, bad := range []string{``, `[]`, `{"id":1,"result":1}`, `{"jsonrpc":"2.0","id":1}`, `{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}`, `{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}}`, `{"jsonrpc":"2.0","id":1,"result":[1,}`, `{"jsonrpc":"2.0","id":1,"result":1} {}`} {
 		if _, err := DecodeResponse([]byte(bad)); err == nil {
 			t.Errorf("DecodeResponse(%q) accepted a malformed response", bad)
 		}
@@ -314,6 +324,13 @@ func FuzzDecodeResponse(f *testing.F) {
 		// Names may repeat in a result: the full decoder allows it too.
 		if err == nil && r.Result != nil && !r.Result.IsValid(jsontext.AllowDuplicateNames(true)) {
 			t.Fatalf("accepted invalid result %q", r.Result)
+		}
+		// A node's error is passed on as its bytes: they must make a valid
+		// answer.
+		if err == nil && r.Error != nil {
+			if out := AppendError(nil, r.ID, r.Error); !jsontext.Value(out).IsValid(jsontext.AllowDuplicateNames(true)) {
+				t.Fatalf("a node's error %q makes the invalid answer %q", body, out)
+			}
 		}
 		if fr, ok := splitResult(body); ok {
 			full, err := decodeResponse(body)

@@ -27,10 +27,16 @@ func AppendResultStart(dst, id []byte) []byte {
 // AppendResultEnd closes a response begun by AppendResultStart.
 func AppendResultEnd(dst []byte) []byte { return append(dst, '}') }
 
-// AppendError appends an error response.
+// AppendError appends an error response: e.Raw when a node wrote the
+// error, else an object of e's fields.
 func AppendError(dst, id []byte, e *Error) []byte {
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = appendID(dst, id)
+	if len(e.Raw) > 0 {
+		dst = append(dst, `,"error":`...)
+		dst = append(dst, e.Raw...)
+		return append(dst, '}')
+	}
 	dst = append(dst, `,"error":{"code":`...)
 	dst = strconv.AppendInt(dst, int64(e.Code), 10)
 	dst = append(dst, `,"message":`...)

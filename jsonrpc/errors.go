@@ -19,6 +19,7 @@ import (
 // so that the caller logs the rest.
 func ErrorFor(err error) (e *Error, status int, known bool) {
 	var (
+		answered  *portico.AnsweredError
 		rpcErr    *Error
 		limitErr  *portico.LimitError
 		upErr     *portico.UpstreamError
@@ -27,6 +28,14 @@ func ErrorFor(err error) (e *Error, status int, known bool) {
 		coded     interface{ ErrorCode() int }
 	)
 	switch {
+	case errors.As(err, &answered):
+		e, status, known := ErrorFor(answered.Err)
+		if known && len(e.Data) == 0 && len(e.Raw) == 0 {
+			own := *e
+			own.Data = sourcePortico
+			e = &own
+		}
+		return e, status, known
 	case errors.As(err, &quotaErr):
 		data := fmt.Appendf(nil, `{"limit":%q,"retryAfterMs":%d`, quotaErr.Limit, quotaErr.RetryAfter.Milliseconds())
 		if quotaErr.Limit == portico.QuotaDaily {
@@ -101,6 +110,10 @@ func limitError(l *portico.LimitError) (*Error, int, bool) {
 	}
 	return &Error{Code: CodeInvalidRequest, Message: l.Error()}, http.StatusBadRequest, true
 }
+
+// sourcePortico is the data of an error Portico answers in place of a
+// node (portico.AnsweredError).
+var sourcePortico = jsontext.Value(`{"source":"portico"}`)
 
 func unauthorized(msg, why string) *Error {
 	return &Error{Code: portico.CodeUnauthorized, Message: "unauthorized: " + msg, Data: reason(why)}

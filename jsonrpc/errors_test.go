@@ -82,4 +82,24 @@ func TestErrorsDoc(t *testing.T) {
 			}
 		})
 	}
+
+	// Portico's answers in place of a node say so in data, as the table
+	// shows; the wrapped error keeps its code, message and status.
+	for _, err := range []error{
+		&portico.ParamsError{Position: 1, Field: "x", Reason: "bad"},
+		&portico.MethodNotFoundError{Method: "foo"},
+	} {
+		plain, status, _ := jsonrpc.ErrorFor(err)
+		e, answeredStatus, known := jsonrpc.ErrorFor(portico.Answered(err))
+		if !known || e.Code != plain.Code || e.Message != plain.Message || answeredStatus != status || string(e.Data) != `{"source":"portico"}` {
+			t.Errorf("answered %v: %+v %d", err, e, answeredStatus)
+		}
+		if len(plain.Data) != 0 {
+			t.Errorf("%v carries data without being Portico's answer: %s", err, plain.Data)
+		}
+		row := fmt.Sprintf("| %d | 200 | `%s", e.Code, plain.Message[:10])
+		if i := strings.Index(string(doc), row); i < 0 || !strings.Contains(strings.SplitN(string(doc)[i:], "\n", 2)[0], "`{\"source\":\"portico\"}`") {
+			t.Errorf("docs/errors.md's row %q does not show the data", row)
+		}
+	}
 }

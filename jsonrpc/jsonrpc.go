@@ -28,6 +28,11 @@ type Error struct {
 	Code    int            `json:"code"`
 	Message string         `json:"message"`
 	Data    jsontext.Value `json:"data,omitzero"`
+	// Raw is the error object as a node wrote it, set by DecodeResponse:
+	// AppendError writes these bytes, so a node's error reaches the client
+	// byte for byte (its escapes, member order and any member besides
+	// code, message and data), not written anew from the fields.
+	Raw jsontext.Value `json:"-"`
 }
 
 // Error returns the message with its code.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/chainview"
+	"github.com/porticohq/portico/paramkey"
 )
 
 // Cache holds answers that a family's params rule says may be cached
@@ -65,9 +66,10 @@ func NewCache(maxBytes uint64, shared Shared) *Cache {
 	}
 }
 
-// cacheKey builds the cache key of a call. at, when not 0, is the head a
-// PerHead answer is about.
-func cacheKey(network, method string, params []byte, at uint64) string {
+// cacheKey builds the cache key of a call: params in their canonical form
+// (paramkey), so that clients spelling the same params differently share
+// answers. at, when not 0, is the head a PerHead answer is about.
+func cacheKey(form portico.KeyForm, network, method string, params []byte, at uint64) string {
 	b := make([]byte, 0, len(network)+len(method)+len(params)+11)
 	b = append(b, network...)
 	b = append(b, 0)
@@ -77,7 +79,7 @@ func cacheKey(network, method string, params []byte, at uint64) string {
 		b = binary.BigEndian.AppendUint64(b, at)
 		b = append(b, 0)
 	}
-	b = append(b, params...)
+	b = paramkey.Append(b, params, form)
 	return string(b)
 }
 

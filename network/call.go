@@ -99,17 +99,17 @@ func (n *Network) Call(ctx context.Context, c Call, frame []byte) Outcome {
 	var at string
 	switch policy {
 	case portico.Immutable, portico.FinalResult:
-		key = cacheKey(n.name, m.Name, req.Params, 0)
+		key = cacheKey(n.keyForm, n.name, m.Name, req.Params, 0)
 	case portico.ByBlock:
 		if req.Block.Kind == portico.BlockNumber {
-			key = cacheKey(n.name, m.Name, req.Params, 0)
+			key = cacheKey(n.keyForm, n.name, m.Name, req.Params, 0)
 			if req.Block.Number > heads.Finalized {
 				at, _ = n.up.View().Canonical(req.Block.Number)
 			}
 		}
 	case portico.PerHead:
 		if fresh && heads.Latest > 0 && heads.Head.Hash != "" {
-			key = cacheKey(n.name, m.Name, req.Params, heads.Latest)
+			key = cacheKey(n.keyForm, n.name, m.Name, req.Params, heads.Latest)
 			at = heads.Head.Hash
 		}
 	}
@@ -134,7 +134,7 @@ func (n *Network) Call(ctx context.Context, c Call, frame []byte) Outcome {
 	if !m.Write && params.Cache != portico.NotCacheable && n.flights != nil {
 		flying = key
 		if flying == "" {
-			flying = cacheKey(n.name, m.Name, req.Params, 0)
+			flying = cacheKey(n.keyForm, n.name, m.Name, req.Params, 0)
 		}
 		f, leader := n.flights.join(flying)
 		if !leader {

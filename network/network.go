@@ -67,6 +67,9 @@ type Config struct {
 	// family table's Chain.Tags): a call about a tag is pinned to the
 	// block the tag names on the served chain.
 	Tags map[string]portico.Head
+	// KeyForm is how the family's params are made canonical for cache and
+	// coalescing keys (the family table's KeyForm).
+	KeyForm portico.KeyForm
 	// Subs are the family's subscription rules.
 	Subs portico.Subscriptions
 	// Cache holds answers the family's rules say may be cached; it may be
@@ -90,6 +93,7 @@ type Network struct {
 	name    string
 	up      Upstream
 	tags    map[string]portico.Head
+	keyForm portico.KeyForm
 	cache   *Cache
 	flights *flights // nil when coalescing is off
 	hub     *hub
@@ -101,7 +105,7 @@ type Network struct {
 // New builds a network; its cache follows the upstream's heads and chain
 // view from now on. It starts nothing else.
 func New(cfg Config) *Network {
-	n := &Network{name: cfg.Name, up: cfg.Upstream, tags: cfg.Tags, cache: cfg.Cache, log: cfg.Logger, metrics: cfg.Metrics}
+	n := &Network{name: cfg.Name, up: cfg.Upstream, tags: cfg.Tags, keyForm: cfg.KeyForm, cache: cfg.Cache, log: cfg.Logger, metrics: cfg.Metrics}
 	if n.log == nil {
 		n.log = slog.New(slog.DiscardHandler)
 	}

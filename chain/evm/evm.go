@@ -1,8 +1,12 @@
 // Package evm is the method table of the EVM family: eth_getProof and
 // eth_getTransactionByBlockHashAndIndex with full params validation (also
 // under the seed's names evm_getProof and
-// evm_getTransactionByBlockHashAndIndex), and an allowlist of the other
-// methods real clients need. Every eth_ method also answers as evm_.
+// evm_getTransactionByBlockHashAndIndex), rules for the methods whose
+// answers name a block (what is cached, how a tag is pinned), and the
+// method list of the Ethereum execution API spec (methods.go): every eth_
+// and net_ method served by default, the debug, trace and txpool groups
+// off until a network enables them. Every eth_ method also answers as
+// evm_. Params of methods without full validation pass as they came.
 //
 // Rules follow go-ethereum where the seed is silent: storage keys may be
 // shorter than 32 bytes ("0x0" is slot 0), block numbers are at most int64,
@@ -55,22 +59,18 @@ func Table() portico.Table {
 			},
 		},
 		DefaultCost:   DefaultCost,
+		Costs:         Costs(),
 		Chain:         Chain(),
 		Subscriptions: Subscriptions(),
 		Known:         knownRules(),
-		Writes:        []string{"eth_sendRawTransaction", "eth_sendTransaction"},
+		Writes:        append([]string{"eth_sendRawTransaction", "eth_sendTransaction"}, filterMethods...),
 		AliasPrefixes: map[string]string{"evm_": "eth_"},
-		NamePattern:   `^(eth|evm|net|web3|debug|trace|txpool)_[A-Za-z0-9]+$`,
-		DefaultAllow: []string{
-			"eth_blobBaseFee", "eth_blockNumber", "eth_call", "eth_chainId", "eth_createAccessList",
-			"eth_estimateGas", "eth_feeHistory", "eth_gasPrice", "eth_getBalance", "eth_getBlockByHash",
-			"eth_getBlockByNumber", "eth_getBlockReceipts", "eth_getBlockTransactionCountByHash",
-			"eth_getBlockTransactionCountByNumber", "eth_getCode", "eth_getLogs", "eth_getStorageAt",
-			"eth_getTransactionByBlockNumberAndIndex", "eth_getTransactionByHash", "eth_getTransactionCount",
-			"eth_getTransactionReceipt", "eth_getUncleCountByBlockHash", "eth_getUncleCountByBlockNumber",
-			"eth_maxPriorityFeePerGas", "eth_sendRawTransaction", "eth_syncing", "net_listening",
-			"net_version", "web3_clientVersion", "web3_sha3",
-		},
+		// Any namespace, so that a network can name engine_, testing_ or
+		// admin_ methods; none of them passes unless named.
+		NamePattern:  `^[a-z][a-z0-9]*_[A-Za-z0-9]+$`,
+		DefaultAllow: defaultAllow(),
+		Optional:     optional(),
+		KeyForm:      portico.KeyHexFold,
 	}
 }
 

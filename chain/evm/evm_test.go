@@ -168,6 +168,9 @@ func TestCacheability(t *testing.T) {
 		{"eth_getLogs", `[{}]`, portico.ByBlock, "tag:latest", `[{"fromBlock":"0x10","toBlock":"0x10"}]`},
 		{"eth_getLogs", `[{"fromBlock":"latest","toBlock":"pending"}]`, portico.NotCacheable, "tag:pending", ""},
 		{"eth_getLogs", `[{"fromBlock":"safe","toBlock":"latest"}]`, portico.NotCacheable, "tag:latest", ""},
+		// Filters the node refuses itself go to it, uncached.
+		{"eth_getLogs", `[{"fromBlock":"0x5","toBlock":"0x1"}]`, portico.NotCacheable, "none", ""},
+		{"eth_getLogs", `[{"blockHash":` + hash + `,"toBlock":"0x1"}]`, portico.NotCacheable, "none", ""},
 		{"eth_chainId", ``, portico.Immutable, "none", ""},
 		{"eth_gasPrice", `[]`, portico.PerHead, "none", ""},
 		{"eth_blockNumber", `[]`, portico.NotCacheable, "none", ""},
@@ -274,6 +277,11 @@ func FuzzRules(f *testing.F) {
 			t.Fatalf("%s: pinned %s to invalid JSON %q", m.Name, s, pinned)
 		}
 		q, err := m.Params(pinned)
+		if err == nil && m.Name == "eth_getLogs" && q.Block.Kind == portico.BlockNone && q.Cache == portico.NotCacheable {
+			// A fromBlock above the pinned head: a range the node refuses,
+			// as it refuses the same filter with the tag.
+			return
+		}
 		if err != nil || q.Block.Kind != portico.BlockNumber || q.Block.Number != 0x1234 {
 			t.Fatalf("%s: pinned %s to %s, read back as %+v, %v", m.Name, s, pinned, q.Block, err)
 		}

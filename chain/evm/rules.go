@@ -163,7 +163,10 @@ var logFilterFields = []string{"fromBlock", "toBlock", "address", "topics", "blo
 // GetLogsParams checks [filter]: a blockHash, or a range whose ends are
 // numbers or tags (latest when left out). Logs of a block named by hash
 // never change; a range is about its last block, and tags in it are
-// pinned to numbers.
+// pinned to numbers. A filter the node refuses on its own (a blockHash
+// with a range, a range whose start is after its end) is sent as it came,
+// not cached, so that the client gets the node's answer, not Portico's
+// version of it.
 func GetLogsParams(raw jsontext.Value) (portico.Params, error) {
 	p, err := rpcparams.Positional(raw, 1, "filter")
 	if err != nil {
@@ -174,14 +177,13 @@ func GetLogsParams(raw jsontext.Value) (portico.Params, error) {
 		return portico.Params{}, err
 	}
 	if h, ok := f["blockHash"]; ok {
-		if _, ok := f["fromBlock"]; ok {
-			return portico.Params{}, rpcparams.Errorf(1, "filter.blockHash", "cannot be used with fromBlock or toBlock")
-		}
-		if _, ok := f["toBlock"]; ok {
-			return portico.Params{}, rpcparams.Errorf(1, "filter.blockHash", "cannot be used with fromBlock or toBlock")
-		}
 		if err := hash(h, 1, "filter.blockHash"); err != nil {
 			return portico.Params{}, err
+		}
+		_, from := f["fromBlock"]
+		_, to := f["toBlock"]
+		if from || to {
+			return portico.Params{Send: raw}, nil // the node's to refuse
 		}
 		return portico.Params{Send: raw, Cache: portico.Immutable, Block: portico.Block{Kind: portico.BlockHash}}, nil
 	}
@@ -208,7 +210,7 @@ func GetLogsParams(raw jsontext.Value) (portico.Params, error) {
 	switch {
 	case from.Kind == portico.BlockNumber && to.Kind == portico.BlockNumber:
 		if from.Number > to.Number {
-			return portico.Params{}, rpcparams.Errorf(1, "filter.fromBlock", "is after toBlock")
+			return portico.Params{Send: raw}, nil // the node's to refuse
 		}
 		out.Cache = portico.ByBlock
 	case from.Tag == "pending" || to.Tag == "pending":

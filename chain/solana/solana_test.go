@@ -86,7 +86,7 @@ func TestGetBlockParams(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	tb := solana.Table()
-	if tb.Family != solana.Family || len(tb.Methods) != 17 || tb.Methods[0].Name != "getBlock" || tb.Methods[0].Cost != 160 || tb.DefaultCost != 80 {
+	if tb.Family != solana.Family || len(tb.Methods) != 17 || tb.Methods[0].Name != "getBlock" || tb.Methods[0].Cost != 160 || tb.DefaultCost != 180 {
 		t.Fatalf("%+v", tb)
 	}
 	// A block asked for at finalized commitment (the default) is

@@ -52,6 +52,10 @@ func Subscriptions() portico.Subscriptions {
 			sub("logs", logsSubParams, CostLogsNotification),
 			sub("signature", signatureSubParams, CostSignatureNotification),
 			sub("block", blockSubParams, CostBlockNotification),
+			// agave marks these two unstable; a node serves vote only
+			// when started with --rpc-pubsub-enable-vote-subscription.
+			sub("slotsUpdates", noSubParams("slotsUpdates", false), CostSlotNotification),
+			sub("vote", noSubParams("vote", false), CostSlotNotification),
 		},
 		IDs:                     portico.IDInteger,
 		IDMember:                "subscription",

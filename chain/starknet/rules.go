@@ -33,6 +33,12 @@ func knownRules() []portico.Method {
 		at("starknet_call", "request", "block_id"),
 		at("starknet_estimateFee", "request", "simulation_flags", "block_id"),
 		at("starknet_estimateMessageFee", "message", "block_id"),
+		at("starknet_simulateTransactions", "block_id", "transactions", "simulation_flags"),
+		at("starknet_traceBlockTransactions", "block_id"),
+		// A class's compiled code never changes; the node checks the hash.
+		{Name: "starknet_getCompiledCasm", Params: immutable(func(raw jsontext.Value) (portico.Params, error) {
+			return portico.Params{Send: raw}, nil
+		})},
 	}
 }
 

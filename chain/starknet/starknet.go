@@ -4,8 +4,9 @@
 // names rollup_getEvents and rollup_getStateUpdate), rows with params
 // validation for the methods every client calls first (blockNumber,
 // blockHashAndNumber, chainId, specVersion, getBlockWithTxHashes,
-// getTransactionReceipt), and an allowlist of the other methods. Every starknet_ method also answers as
-// rollup_.
+// getTransactionReceipt), and every other method of the spec's read, write,
+// trace and executables APIs served by default, params as they came. Every
+// starknet_ method also answers as rollup_.
 //
 // Params may be named (an object) or positional (an array), as real rollup
 // nodes accept both. The seed makes filter.from_block and filter.to_block
@@ -26,13 +27,45 @@ import (
 // Family is the rollup family's name.
 const Family portico.Family = "starknet"
 
-// Credit costs of the family's methods. getEvents scans a block range, so
-// it costs more than a single block read.
+// Credit costs of the family's methods, Infura's published figures (its
+// default is 80, as here). getEvents scans a block range, so it costs more
+// than a single block read.
 const (
 	CostGetEvents      = 200
-	CostGetStateUpdate = 160
+	CostGetStateUpdate = 80
 	DefaultCost        = 80
 )
+
+// costs are the credit costs of the methods without a row of their own
+// that do not cost DefaultCost: Infura's figures, and for the methods it
+// does not price, the figure of the method each resembles.
+var costs = map[string]int{
+	"starknet_addInvokeTransaction":        700,
+	"starknet_addDeclareTransaction":       700,
+	"starknet_addDeployAccountTransaction": 700,
+	"starknet_estimateFee":                 240,
+	"starknet_simulateTransactions":        160,
+	"starknet_syncing":                     5,
+	// An estimate, as starknet_estimateFee.
+	"starknet_estimateMessageFee": 240,
+	// One transaction re-executed, as starknet_simulateTransactions.
+	"starknet_traceTransaction": 160,
+	// Every transaction of a block re-executed, as the EVM's
+	// debug_traceBlockByNumber.
+	"starknet_traceBlockTransactions": 1000,
+	// Merkle proofs, as the EVM's eth_getProof.
+	"starknet_getStorageProof": 150,
+}
+
+// Costs returns the credit costs of the methods without a row of their
+// own that do not cost DefaultCost.
+func Costs() map[string]int {
+	out := make(map[string]int, len(costs))
+	for k, v := range costs {
+		out[k] = v
+	}
+	return out
+}
 
 // Limits of getEvents, as pathfinder enforces them.
 const (
@@ -80,8 +113,8 @@ func Table() portico.Table {
 			},
 			{Name: "starknet_blockNumber", Aliases: []string{"rollup_blockNumber"}, Params: NoParams, Cost: DefaultCost, FromHeads: blockNumber},
 			{Name: "starknet_blockHashAndNumber", Aliases: []string{"rollup_blockHashAndNumber"}, Params: NoParams, Cost: DefaultCost, FromHeads: blockHashAndNumber},
-			{Name: "starknet_chainId", Aliases: []string{"rollup_chainId"}, Params: immutable(NoParams), Cost: DefaultCost},
-			{Name: "starknet_specVersion", Aliases: []string{"rollup_specVersion"}, Params: immutable(NoParams), Cost: DefaultCost},
+			{Name: "starknet_chainId", Aliases: []string{"rollup_chainId"}, Params: immutable(NoParams), Cost: 5},
+			{Name: "starknet_specVersion", Aliases: []string{"rollup_specVersion"}, Params: immutable(NoParams), Cost: 5},
 			{
 				Name:    "starknet_getBlockWithTxHashes",
 				Aliases: []string{"rollup_getBlockWithTxHashes"},
@@ -96,19 +129,29 @@ func Table() portico.Table {
 			},
 		},
 		DefaultCost:   DefaultCost,
+		Costs:         Costs(),
 		Chain:         Chain(),
 		AliasPrefixes: map[string]string{"rollup_": "starknet_"},
 		Known:         knownRules(),
 		Subscriptions: Subscriptions(),
 		Writes:        []string{"starknet_addInvokeTransaction", "starknet_addDeclareTransaction", "starknet_addDeployAccountTransaction"},
 		NamePattern:   `^(starknet|rollup)_[A-Za-z0-9]+$`,
+		KeyForm:       portico.KeyHexFold,
+		// The spec's methods without a row (TestSpecMethods checks the
+		// list against the spec in testdata/specs/starknet-0.8.1).
 		DefaultAllow: []string{
+			// Read API.
 			"starknet_call", "starknet_estimateFee", "starknet_estimateMessageFee", "starknet_getBlockTransactionCount",
 			"starknet_getBlockWithReceipts", "starknet_getBlockWithTxs",
-			"starknet_getClass", "starknet_getClassAt", "starknet_getClassHashAt", "starknet_getNonce",
-			"starknet_getStorageAt", "starknet_getTransactionByBlockIdAndIndex",
-			"starknet_getTransactionByHash", "starknet_getTransactionStatus", "starknet_syncing", "starknet_addInvokeTransaction",
-			"starknet_addDeclareTransaction", "starknet_addDeployAccountTransaction",
+			"starknet_getClass", "starknet_getClassAt", "starknet_getClassHashAt", "starknet_getMessagesStatus",
+			"starknet_getNonce", "starknet_getStorageAt", "starknet_getStorageProof", "starknet_getTransactionByBlockIdAndIndex",
+			"starknet_getTransactionByHash", "starknet_getTransactionStatus", "starknet_syncing",
+			// Write API.
+			"starknet_addInvokeTransaction", "starknet_addDeclareTransaction", "starknet_addDeployAccountTransaction",
+			// Trace API.
+			"starknet_simulateTransactions", "starknet_traceBlockTransactions", "starknet_traceTransaction",
+			// Executables API.
+			"starknet_getCompiledCasm",
 		},
 	}
 }

@@ -133,7 +133,7 @@ func TestGetStateUpdateParams(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	tb := starknet.Table()
-	if tb.Methods[0].Cost != 200 || tb.Methods[1].Cost != 160 || tb.AliasPrefixes["rollup_"] != "starknet_" {
+	if tb.Methods[0].Cost != 200 || tb.Methods[1].Cost != 80 || tb.AliasPrefixes["rollup_"] != "starknet_" {
 		t.Fatalf("%+v", tb)
 	}
 	// Each rule says, in its one scan of the params, how an answer may be
@@ -164,6 +164,12 @@ func TestTable(t *testing.T) {
 		{"starknet_chainId", ``, portico.Immutable, ""},
 		{"starknet_getEvents", filter(``), portico.ByBlock, `{"filter":{"chunk_size":10,"from_block":{"block_number":0},"to_block":{"block_number":16}}}`},
 		{"starknet_getEvents", `{"filter":{"from_block":"latest","to_block":"pending","chunk_size":1}}`, portico.NotCacheable, ""},
+		{"starknet_traceBlockTransactions", `{"block_id":"latest"}`, portico.ByBlock, `{"block_id":{"block_number":16}}`},
+		{"starknet_traceBlockTransactions", `[{"block_hash":"0x1"}]`, portico.Immutable, ""},
+		{"starknet_simulateTransactions", `{"block_id":"latest","transactions":[],"simulation_flags":["SKIP_FEE_CHARGE"]}`, portico.ByBlock,
+			`{"block_id":{"block_number":16},"transactions":[],"simulation_flags":["SKIP_FEE_CHARGE"]}`},
+		{"starknet_simulateTransactions", `["pre_confirmed",[],[]]`, portico.NotCacheable, ""},
+		{"starknet_getCompiledCasm", `{"class_hash":"0x1"}`, portico.Immutable, ""},
 	}
 	for _, c := range cases {
 		var raw jsontext.Value

@@ -60,7 +60,7 @@ func checkConfig(cfg *config.Config) error {
 			return fmt.Errorf("%s.family: %v", field, err)
 		}
 		embedded := len(n.Upstreams) == 0 && !n.Devnet.Disabled
-		if _, err := gateway.NewMethods(fam.Table(embedded), gateway.MethodsConfig{Allow: n.Methods, Costs: n.Costs, DefaultCost: n.DefaultCost, NotificationCosts: n.NotificationCosts}); err != nil {
+		if _, err := gateway.NewMethods(fam.Table(embedded), gateway.MethodsConfig{Allow: n.Methods, Enable: n.Enable, Costs: n.Costs, DefaultCost: n.DefaultCost, NotificationCosts: n.NotificationCosts}); err != nil {
 			return fmt.Errorf("%s.%v", field, err)
 		}
 		for j, u := range n.Upstreams {

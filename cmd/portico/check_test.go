@@ -24,6 +24,8 @@ func TestConfigCheck(t *testing.T) {
 		{"unknown family", "networks: [{name: a, family: btc}]", `config: networks[0].family: unknown family "btc": not one of solana, evm, starknet`},
 		{"cost of an unknown method", "networks: [{name: a, family: evm, costs: {eth_nope: 5}}]", "config: networks[0].costs.eth_nope: not a method of the evm family, nor in its allowlist"},
 		{"allowlist of another family", "networks: [{name: a, family: evm, methods: [eth_call, getBlock]}]", `config: networks[0].methods[1]: "getBlock" is not a method name of the evm family`},
+		{"a misspelt group", "networks: [{name: a, family: evm, upstreams: [{url: 'http://127.0.0.1:1'}], enable: [debug, tracer]}]", `config: networks[0].enable[1]: "tracer" is neither a method group of the evm family (accounts, debug, trace, txpool) nor a method name`},
+		{"groups and a method enabled", "networks: [{name: a, family: evm, upstreams: [{url: 'http://127.0.0.1:1'}], enable: [debug, trace, txpool, testing_buildBlockV1], costs: {debug_traceCall: 500}}]", "ok"},
 		{"cost of a method outside the allowlist", "networks: [{name: a, family: solana, methods: [getSlot], costs: {getSupply: 5}}]", "config: networks[0].costs.getSupply: not a method of the solana family, nor in its allowlist"},
 		{"key by hash, negative balance", "keys: [{name: a, hash: " + hash + ", daily_credits: -1}]", "config: keys[0].daily_credits: must not be negative"},
 		{"key by hash, negative rate", "keys: [{name: a, hash: " + hash + ", rate_per_second: -1}]", "config: keys[0].rate_per_second: must not be negative"},

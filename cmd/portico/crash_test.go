@@ -156,7 +156,7 @@ func TestCrashLosesNoCredit(t *testing.T) {
 
 	// The restart replays the journal into the store.
 	c2 := startChild(t, args...)
-	req, _ := http.NewRequest("POST", "http://"+c2.addr+"/v3/"+key, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}`))
+	req, _ := http.NewRequest("POST", "http://"+c2.addr+"/v3/"+key, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"eth_gasPrice"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Host = "evm.localhost"
 	resp, err := http.DefaultClient.Do(req)
@@ -184,7 +184,7 @@ func TestCrashLosesNoCredit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored -= 80 // the eth_chainId after the restart
+	stored -= 80 // the eth_gasPrice after the restart
 	inflight := int64(clients * 150)
 	t.Logf("%d calls answered before the kill for %d credits; the store holds %d", calls.Load(), answered.Load(), stored)
 	if stored < answered.Load() {

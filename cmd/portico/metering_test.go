@@ -120,10 +120,10 @@ func TestKeysCreateAcceptedAtOnce(t *testing.T) {
 		!strings.Contains(a.body, "resets at") || a.retryAfter == "" || a.used != 0 || a.remaining != 100 {
 		t.Fatalf("over the balance: %+v", a)
 	}
-	// A cheaper call still fits.
-	a = call(t, url, `{"jsonrpc":"2.0","id":5,"method":"eth_chainId"}`)
+	// A cheaper call (at the default cost) still fits.
+	a = call(t, url, `{"jsonrpc":"2.0","id":5,"method":"eth_gasPrice"}`)
 	if a.status != 200 || a.remaining != 20 {
-		t.Fatalf("eth_chainId: %+v", a)
+		t.Fatalf("eth_gasPrice: %+v", a)
 	}
 	// The balance method is free.
 	a = call(t, url, `{"jsonrpc":"2.0","id":6,"method":"portico_getCredits"}`)
@@ -139,7 +139,7 @@ func TestKeysCreateAcceptedAtOnce(t *testing.T) {
 	if err := run(context.Background(), []string{"usage", "--data-dir", dir, "--key", "alice"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"eth_getTransactionByBlockHashAndIndex      2      300", "eth_chainId      1       80", "total      3      380"} {
+	for _, want := range []string{"eth_getTransactionByBlockHashAndIndex      2      300", "eth_gasPrice      1       80", "total      3      380"} {
 		if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("usage output lacks %q:\n%s", want, out.String())
 		}
@@ -161,7 +161,7 @@ func TestRefundOnUpstreamFailure(t *testing.T) {
 		t.Fatalf("failed call: %+v", a)
 	}
 	n.failing.Store(false)
-	a = call(t, url, `[`+fmt.Sprintf(txByIndex, 1)+`,{"jsonrpc":"2.0","id":2,"method":"eth_chainId"},{"jsonrpc":"2.0","id":3,"method":"nope"}]`)
+	a = call(t, url, `[`+fmt.Sprintf(txByIndex, 1)+`,{"jsonrpc":"2.0","id":2,"method":"eth_gasPrice"},{"jsonrpc":"2.0","id":3,"method":"nope"}]`)
 	if a.status != 200 || a.used != 230 || a.remaining != 1_000_000-230 {
 		t.Fatalf("batch: %+v", a)
 	}
@@ -197,9 +197,9 @@ func hammerHTTP(t *testing.T, urls []string, n int) (charged int64, refused int6
 				body := fmt.Sprintf(txByIndex, i)
 				switch {
 				case cheap:
-					body = `{"jsonrpc":"2.0","id":0,"method":"eth_chainId"}`
+					body = `{"jsonrpc":"2.0","id":0,"method":"eth_gasPrice"}`
 				case i%3 == 1:
-					body = fmt.Sprintf(`[%s,{"jsonrpc":"2.0","id":0,"method":"eth_chainId"}]`, body)
+					body = fmt.Sprintf(`[%s,{"jsonrpc":"2.0","id":0,"method":"eth_gasPrice"}]`, body)
 				}
 				resp, err := client.Post(url, "application/json", strings.NewReader(body))
 				if err != nil {

@@ -361,7 +361,7 @@ func (m *Main) network(ctx context.Context, n *config.Network, meter network.Met
 		members = append(members, member)
 	}
 	table := fam.Table(embedded)
-	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{Allow: n.Methods, Costs: n.Costs, DefaultCost: n.DefaultCost, NotificationCosts: n.NotificationCosts})
+	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{Allow: n.Methods, Enable: n.Enable, Costs: n.Costs, DefaultCost: n.DefaultCost, NotificationCosts: n.NotificationCosts})
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +382,7 @@ func (m *Main) network(ctx context.Context, n *config.Network, meter network.Met
 		m.pools = map[string]*upstream.Pool{}
 	}
 	m.pools[n.Name] = pool
-	served := network.New(network.Config{Name: n.Name, Upstream: pool, Tags: methods.Chain().Tags, Subs: methods.Subscriptions(),
+	served := network.New(network.Config{Name: n.Name, Upstream: pool, Tags: methods.Chain().Tags, KeyForm: methods.KeyForm(), Subs: methods.Subscriptions(),
 		Cache: m.cache, NoCoalesce: noCoalesce, Meter: meter, Logger: m.log, Metrics: m.metrics})
 	return &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Served: served}, nil
 }

@@ -33,6 +33,8 @@ import (
 	"github.com/ethereum/go-ethereum/eth/catalyst"
 	"github.com/ethereum/go-ethereum/eth/ethconfig"
 	"github.com/ethereum/go-ethereum/eth/filters"
+	"github.com/ethereum/go-ethereum/eth/tracers"
+	_ "github.com/ethereum/go-ethereum/eth/tracers/native" // callTracer, prestateTracer and the other native tracers
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethereum/go-ethereum/log"
 	"github.com/ethereum/go-ethereum/node"
@@ -71,7 +73,8 @@ type Config struct {
 	GenesisFile string
 	// ChainRLP, if set, is a file of RLP-encoded blocks (as `geth export`
 	// writes) that Start imports on top of the genesis, and indexes, before
-	// it returns. Blocks the data directory already holds are skipped.
+	// it returns; the imported head is then safe and finalized. Blocks the
+	// data directory already holds are skipped.
 	ChainRLP string
 	// Logger receives the node's warnings and errors; nil discards them.
 	Logger *slog.Logger
@@ -215,6 +218,12 @@ func (d *Devnet) importChain(path string) error {
 	if n, err := chain.InsertChain(blocks); err != nil {
 		return fmt.Errorf("evmdevnet: %s: importing block %d: %w", path, blocks[n].NumberU64(), err)
 	}
+	// An imported chain is final, as a consensus client's forkchoice after
+	// a sync says (the conformance suite sends head = safe = finalized):
+	// calls about "safe" and "finalized" find its head.
+	head := chain.CurrentBlock()
+	chain.SetFinalized(head)
+	chain.SetSafe(head)
 	return nil
 }
 
@@ -266,6 +275,9 @@ func (d *Devnet) Start(ctx context.Context) error {
 	}
 	filterSystem := filters.NewFilterSystem(backend.APIBackend, filters.Config{})
 	stack.RegisterAPIs([]rpc.API{{Namespace: "eth", Service: filters.NewFilterAPI(filterSystem)}})
+	// The tracing half of the debug namespace, as geth registers it: the
+	// struct logger and the native tracers (callTracer, prestateTracer…).
+	stack.RegisterAPIs(tracers.APIs(backend.APIBackend))
 	d.stack, d.eth = stack, backend
 	// From here on Close closes the node, which stops the backend.
 	if err := stack.Start(); err != nil {

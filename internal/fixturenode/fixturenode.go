@@ -1,6 +1,7 @@
 // Package fixturenode is a JSON-RPC node that answers from recorded real
-// responses (testdata/fixtures): Solana getBlock in each encoding and
-// Starknet events and state updates. Tests and benchmarks use it as the
+// responses (testdata/fixtures): Solana getBlock in each encoding, and
+// Starknet events, state updates, traces, a simulation, compiled code and
+// a storage proof. Tests and benchmarks use it as the
 // upstream of the slot-chain and rollup families until their devnets serve
 // them; it is a test double and never part of `portico serve`.
 package fixturenode
@@ -37,6 +38,9 @@ type Node struct {
 	events jsontext.Value
 	update jsontext.Value
 	pend   jsontext.Value
+	// byMethod are answers recorded for a rollup method, served whatever
+	// the params: traces, a simulation, compiled code, a storage proof.
+	byMethod map[string]jsontext.Value
 
 	rpc  *jsonrpc.Server
 	mu   sync.Mutex
@@ -50,7 +54,7 @@ type blockKey struct {
 
 // New loads the fixtures under dir (testdata/fixtures).
 func New(dir string) (*Node, error) {
-	n := &Node{blocks: map[blockKey]jsontext.Value{}, last: map[string]string{}}
+	n := &Node{blocks: map[blockKey]jsontext.Value{}, byMethod: map[string]jsontext.Value{}, last: map[string]string{}}
 	n.rpc = jsonrpc.NewServer(n, jsonrpc.ServerOptions{Limits: jsonrpc.Limits{MaxBatch: 1000}})
 	files := []struct {
 		path string
@@ -65,6 +69,11 @@ func New(dir string) (*Node, error) {
 		{"starknet/starknetgo_events_sepoliaEvents.json", func(v jsontext.Value) { n.events = v }},
 		{"starknet/starknetgo_stateUpdate_sepolia3100000.json", func(v jsontext.Value) { n.update = v }},
 		{"starknet/starknetgo_stateUpdate_sepoliaPreConfirmed.json", func(v jsontext.Value) { n.pend = v }},
+		{"starknet/starknetgo_trace_sepoliaInvokeTrace.json", n.method("starknet_traceTransaction")},
+		{"starknet/starknetgo_trace_sepoliaBlockTrace.json", n.method("starknet_traceBlockTransactions")},
+		{"starknet/starknetgo_trace_sepoliaSimulateInvokeTx.json", n.method("starknet_simulateTransactions")},
+		{"starknet/starknetgo_compiledCasm_sepolia.json", n.method("starknet_getCompiledCasm")},
+		{"starknet/starknetgo_storageProof_sepoliaLatest.json", n.method("starknet_getStorageProof")},
 	}
 	for _, f := range files {
 		v, err := load(filepath.Join(dir, f.path))
@@ -79,6 +88,14 @@ func New(dir string) (*Node, error) {
 func (n *Node) block(slot uint64, enc string) func(jsontext.Value) {
 	return func(v jsontext.Value) { n.blocks[blockKey{slot, enc}] = v }
 }
+
+func (n *Node) method(name string) func(jsontext.Value) {
+	return func(v jsontext.Value) { n.byMethod[name] = v }
+}
+
+// Recorded returns the answer recorded for a rollup method that is served
+// whatever its params (nil for the others).
+func (n *Node) Recorded(method string) jsontext.Value { return n.byMethod[method] }
 
 // load reads a fixture: a whole response (its result is taken) or a bare
 // result, compacted.
@@ -137,6 +154,9 @@ func (n *Node) ServeRPC(_ context.Context, method string, params jsontext.Value)
 		return jsontext.Value("3100000"), nil
 	case "starknet_getEvents":
 		return n.events, nil
+	case "starknet_traceTransaction", "starknet_traceBlockTransactions", "starknet_simulateTransactions",
+		"starknet_getCompiledCasm", "starknet_getStorageProof":
+		return n.byMethod[method], nil
 	case "starknet_getStateUpdate":
 		if bytes.Contains(params, []byte(`"pending"`)) || bytes.Contains(params, []byte(`"pre_confirmed"`)) {
 			return n.pend, nil

@@ -1,0 +1,3 @@
+// gets receipts for empty block hash
+>> {"jsonrpc":"2.0","id":1,"method":"eth_getBlockReceipts","params":["0x0000000000000000000000000000000000000000000000000000000000000000"]}
+<< {"jsonrpc":"2.0","id":1,"result":null}

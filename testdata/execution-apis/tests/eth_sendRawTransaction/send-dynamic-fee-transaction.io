@@ -1,0 +1,3 @@
+// sends a create transaction with dynamic fee
+>> {"jsonrpc":"2.0","id":1,"method":"eth_sendRawTransaction","params":["0x02f892870c72dd9d5e883e018201f48401a2158b82ea60802ab73d602d80600a3d3981f3363d3d373d3d3d363d734d11c446473105a02b5c1ab9ebe9b03f33902a295af43d82803e903d91602b57fd5bf3c080a09e9f032e932e6536bc8de35b5939814d5fe2c1bcb76f06e399583c8c745ea95fa04fae7d7df659a70471ddfed6dba493a4f044a074a0bba6198bb6e2be0977b299"]}
+<< {"jsonrpc":"2.0","id":1,"result":"0x549cfaca862ca59157260fbe13b7ecf5cc353eb22632d10efbe5cca743871ef3"}
