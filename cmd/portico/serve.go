@@ -129,6 +129,7 @@ type Main struct {
 	metrics *metrics.Metrics          // nil when metrics.disabled
 	tracer  trace.Tracer              // nil when tracing is off
 	pools   map[string]*upstream.Pool // by network
+	views   map[string]*networkView   // by network: its heads and the calls they answered
 	gw      *gateway.Gateway
 	cache   *gateway.Cache
 	servers []*fasthttp.Server
@@ -376,7 +377,8 @@ func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network
 		members = append(members, member)
 	}
 	table := fam.Table(embedded)
-	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{Allow: n.Methods, Costs: n.Costs, DefaultCost: n.DefaultCost, NotificationCosts: n.NotificationCosts})
+	view := newNetworkView(table.Chain)
+	methods, err := gateway.NewMethods(view.counting(table), gateway.MethodsConfig{Allow: n.Methods, Costs: n.Costs, DefaultCost: n.DefaultCost, NotificationCosts: n.NotificationCosts})
 	if err != nil {
 		return nil, err
 	}
@@ -397,6 +399,10 @@ func (m *Main) network(ctx context.Context, n *config.Network) (*gateway.Network
 		m.pools = map[string]*upstream.Pool{}
 	}
 	m.pools[n.Name] = pool
+	if m.views == nil {
+		m.views = map[string]*networkView{}
+	}
+	m.views[n.Name] = view
 	return &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Upstream: pool}, nil
 }
 
@@ -491,24 +497,6 @@ func (m *Main) printReady() {
 			ep.Name, httpURL, wsURL, httpURL, fam.Probe)
 	}
 	m.printDashboard()
-}
-
-// nodes returns every network's nodes with the network's heads, for the
-// admin API.
-func (m *Main) nodes() any {
-	type network struct {
-		Name   string               `json:"name"`
-		Heads  portico.Heads        `json:"heads"`
-		MaxLag uint64               `json:"maxLag"`
-		Nodes  []upstream.NodeState `json:"nodes"`
-	}
-	var out []network
-	for _, n := range m.Config.Networks {
-		if p := m.pools[n.Name]; p != nil {
-			out = append(out, network{Name: n.Name, Heads: p.Heads(), MaxLag: p.MaxLag(), Nodes: p.Nodes()})
-		}
-	}
-	return out
 }
 
 // Close stops listeners, then upstreams and devnets, and waits. Calls after
