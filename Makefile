@@ -29,7 +29,10 @@ RUN_ARGS += --auth-dev-log-codes --dev-dashboard
 run:
 	@GO="$(GO)" BIN="$(BIN)" MAKE_PID=$$PPID exec ./scripts/run.sh $(RUN_ARGS)
 
-## test: install what the tests need, vet, and run every test (missing parts fail, not skip)
+## test: install what the tests need (Debian: curl, jq, chromium, postgresql,
+## redis-server; npm: anvil and the interop libraries, into node_modules),
+## start PostgreSQL and Redis on 127.0.0.1, vet, and run every test
+## (missing parts fail, not skip)
 test: test-deps vet
 	PORTICO_TEST_STRICT=1 $(GO) test -timeout 20m ./...
 
