@@ -91,7 +91,9 @@ else
 	while wait "$pid"; s=$?; [ "$s" -gt 128 ] && kill -0 "$pid" 2>/dev/null; do :; done
 	wait "$pid" || status=$?
 fi
-kill "$watcher" 2>/dev/null || true
+# The watcher ends by itself once portico has (within its 0.2 s poll);
+# killing it would have bash report the kill on the terminal.
+wait "$watcher" 2>/dev/null || true
 # portico serve exits 0 only when told to stop; 130 is a SIGINT that came
 # before it listened for one.
 case $status in
