@@ -4,17 +4,37 @@ GO       ?= go
 DATA_DIR ?= portico-data
 BIN      ?= bin/portico
 FUZZTIME ?= 30s
+# CONFIG: a config file for make run (PORTICO_CONFIG is the same).
+CONFIG   ?= $(PORTICO_CONFIG)
+
+# make run's arguments: the data directory, and the config when one is
+# given; with a config, its own data_dir unless DATA_DIR is given too.
+ifneq ($(CONFIG),)
+RUN_ARGS := --config $(CONFIG)
+ifneq ($(origin DATA_DIR),file)
+RUN_ARGS += --data-dir $(DATA_DIR)
+endif
+else
+RUN_ARGS := --data-dir $(DATA_DIR)
+endif
+RUN_ARGS += --auth-dev-log-codes --dev-dashboard
 
 .PHONY: run test test-deps vet fuzz bench build release-snapshot
 
 ## run: build $(BIN), then start portico serve on the embedded defaults
-## (state kept in $(DATA_DIR)), its auth server writing email login codes
-## to the log (development only); Ctrl-C stops it with exit status 0
+## or on CONFIG (state kept in $(DATA_DIR)), with the development
+## conveniences: the dashboard on with a dev admin token, the auth server
+## writing email login codes to the log; Ctrl-C (or SIGINT to make) stops
+## it with exit status 0
 run:
-	@GO="$(GO)" BIN="$(BIN)" ./scripts/run.sh --data-dir $(DATA_DIR) --auth-dev-log-codes
+	@GO="$(GO)" BIN="$(BIN)" MAKE_PID=$$PPID exec ./scripts/run.sh $(RUN_ARGS)
 
-## test: install what the tests need, vet, and run every test (missing parts fail, not skip)
-## (then the shipping tests, deploy/: a Go module of its own, docs/deploy.md)
+## test: install what the tests need (Debian: curl, jq, chromium, postgresql,
+## redis-server, buildah, systemd; npm: anvil and the interop libraries, into
+## node_modules; Go: goreleaser, built into ~/.cache/portico/tools), start
+## PostgreSQL and Redis on 127.0.0.1, vet, and run every test (missing parts
+## fail, not skip), then the shipping tests (deploy/: a Go module of its
+## own, docs/deploy.md)
 test: test-deps vet
 	PORTICO_TEST_STRICT=1 $(GO) test -timeout 20m ./...
 	cd deploy && PORTICO_TEST_STRICT=1 $(GO) test -timeout 20m ./...

@@ -75,6 +75,13 @@ type Config struct {
 	// Clients are registered (or updated) in the client registry at
 	// start, next to those registered with `portico auth clients add`.
 	Clients []clients.Client
+	// DemoClientID, if set, puts a demo login on the front page: a button
+	// that starts a real email login for this client (portico serve: its
+	// development client), which returns to the server's own /callback/demo
+	// page. It shows while the client may return there (a development
+	// client's loopback redirects allow it on a loopback PublicURL) and
+	// email login is on.
+	DemoClientID string
 	// Limits bound what a client IP, an email address and a user can do
 	// through the login pages; SessionLimits what a client IP can do with
 	// the session server. Zero fields take the defaults (docs/auth.md).
@@ -222,7 +229,14 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	mux.Handle("GET /{$}", h.IndexHandler(login.Index{SessionServer: SessionServerPath, Health: HealthPath}))
+	ix := login.Index{SessionServer: SessionServerPath, Health: HealthPath}
+	if cfg.DemoClientID != "" {
+		ix.Demo = &login.Demo{ClientID: cfg.DemoClientID, RedirectURL: public + login.DemoDonePath}
+		demo := h.DemoHandler(*ix.Demo)
+		mux.Handle("POST "+login.DemoPath, demo)
+		mux.Handle("GET "+login.DemoDonePath, demo)
+	}
+	mux.Handle("GET /{$}", h.IndexHandler(ix))
 	mux.Handle("/", h)
 	s.handler = mux
 	return s, nil

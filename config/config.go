@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -346,20 +347,43 @@ func DefaultConfig() Config {
 	}
 }
 
-// Load reads a config file over the defaults.
+// Load reads a config file over the defaults. Relative paths in it
+// (data_dir, each devnet's genesis and chain_rlp) are taken from the
+// file's folder, not the working directory: a config means the same
+// wherever portico is started from.
 func Load(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
-	return Parse(data, os.LookupEnv)
+	cfg, err := Parse(data, os.LookupEnv)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.resolvePaths(filepath.Dir(path))
+	return cfg, nil
+}
+
+// resolvePaths makes the config's relative paths relative to dir.
+func (c *Config) resolvePaths(dir string) {
+	at := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	at(&c.DataDir)
+	for i := range c.Networks {
+		at(&c.Networks[i].Devnet.Genesis)
+		at(&c.Networks[i].Devnet.ChainRLP)
+	}
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // Parse decodes YAML over DefaultConfig. ${NAME} is replaced by the
 // environment variable NAME, and an unset variable is an error. Unknown
-// fields are errors.
+// fields are errors. Paths are kept as written (Load resolves them
+// against the file's folder).
 func Parse(data []byte, lookup func(string) (string, bool)) (Config, error) {
 	var missing []string
 	data = envRef.ReplaceAllFunc(data, func(m []byte) []byte {

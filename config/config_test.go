@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +109,40 @@ func TestEmptyFileKeepsDefaults(t *testing.T) {
 	// No networks: the caller serves the built-in ones.
 	if err := cfg.Validate(); err != nil || len(cfg.Networks) != 0 || cfg.Limits != config.DefaultConfig().Limits {
 		t.Fatalf("%v %+v", err, cfg)
+	}
+}
+
+// TestLoadPaths: relative paths in a config file are the file's folder's,
+// whatever the working directory.
+func TestLoadPaths(t *testing.T) {
+	dir := t.TempDir()
+	abs := filepath.Join(t.TempDir(), "chain.rlp")
+	yml := "data_dir: state\nnetworks:\n  - name: a\n    family: evm\n    devnet: {genesis: fixtures/genesis.json, chain_rlp: " + abs + "}\n"
+	path := filepath.Join(dir, "conf", "portico.yaml")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cfg.Networks[0].Devnet
+	if want := filepath.Join(dir, "conf", "state"); cfg.DataDir != want {
+		t.Errorf("data_dir %s, want %s", cfg.DataDir, want)
+	}
+	if want := filepath.Join(dir, "conf", "fixtures", "genesis.json"); d.Genesis != want {
+		t.Errorf("genesis %s, want %s", d.Genesis, want)
+	}
+	if d.ChainRLP != abs {
+		t.Errorf("an absolute path changed: %s", d.ChainRLP)
+	}
+	// Parse keeps paths as written.
+	raw, _ := os.ReadFile(path)
+	if cfg, _ := config.Parse(raw, os.LookupEnv); cfg.DataDir != "state" {
+		t.Errorf("Parse: data_dir %s", cfg.DataDir)
 	}
 }

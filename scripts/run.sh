@@ -13,7 +13,17 @@
 # SIGINT sent to make's process group reaches portico too, and make's own
 # status is then make's business.
 #
-# Environment: GO (default go), BIN (default bin/portico).
+# SIGINT sent to make's own process (not its process group, as
+# `kill -INT <make's pid>` does) never reaches its children: GNU make only
+# waits for them, so portico would run on and make with it. MAKE_PID names
+# make's process; while portico runs, a watcher reads make's blocked
+# signals, and once SIGINT is among them (make is in its SIGINT handler,
+# waiting for us) it sends portico SIGINT, which stops it as Ctrl-C does.
+# SIGTERM, which make passes to its children, and SIGINT sent to this
+# script are passed on to portico too.
+#
+# Environment: GO (default go), BIN (default bin/portico), MAKE_PID
+# (make's process id; the Makefile passes it).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -34,20 +44,56 @@ foreground() {
 	read -ra f <<<"${stat##*) }"
 	[ "${f[2]}" = "${f[5]}" ]
 }
+# make_interrupted: make's process (MAKE_PID) has SIGINT blocked, as it
+# has while it runs its handler for one.
+make_interrupted() {
+	local k v mask=0
+	while read -r k v; do
+		if [ "$k" = SigBlk: ]; then mask=$v; fi
+	done <"/proc/$MAKE_PID/status" || return 1
+	(((16#$mask) & 2))
+}
+# watch_make sends portico ($1) SIGINT once make has got one.
+watch_make() {
+	[ -n "${MAKE_PID:-}" ] && [ -r "/proc/$MAKE_PID/status" ] || return 0
+	while kill -0 "$1" 2>/dev/null; do
+		if make_interrupted; then
+			kill -INT "$1" 2>/dev/null
+			return 0
+		fi
+		sleep 0.2
+	done
+}
+
 if foreground; then
 	set -m
 fi
 status=0
-"$bin" serve "$@" || status=$?
-# Ctrl-Z stopped portico alone, in its own process group: stop make and
-# this script too, so that the shell sees `make run` suspended; its fg
-# resumes us, and our fg hands the terminal back to portico.
-while [ -n "$(jobs -sp)" ]; do
-	kill -TSTP 0
-	status=0
-	fg %% >/dev/null || status=$?
-done
-set +m
+"$bin" serve "$@" &
+pid=$!
+trap 'kill -INT "$pid" 2>/dev/null' INT
+trap 'kill -TERM "$pid" 2>/dev/null' TERM
+watch_make "$pid" &
+watcher=$!
+if [ -o monitor ]; then
+	fg %1 >/dev/null || status=$?
+	# Ctrl-Z stopped portico alone, in its own process group: stop make
+	# and this script too, so that the shell sees `make run` suspended;
+	# its fg resumes us, and our fg hands the terminal back to portico.
+	while [ -n "$(jobs -sp)" ]; do
+		kill -TSTP 0
+		status=0
+		fg %1 >/dev/null || status=$?
+	done
+	set +m
+else
+	# wait returns early, above 128, when a trapped signal comes in.
+	while wait "$pid"; s=$?; [ "$s" -gt 128 ] && kill -0 "$pid" 2>/dev/null; do :; done
+	wait "$pid" || status=$?
+fi
+# The watcher ends by itself once portico has (within its 0.2 s poll);
+# killing it would have bash report the kill on the terminal.
+wait "$watcher" 2>/dev/null || true
 # portico serve exits 0 only when told to stop; 130 is a SIGINT that came
 # before it listened for one.
 case $status in

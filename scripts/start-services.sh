@@ -1,14 +1,29 @@
 #!/usr/bin/env bash
 # Makes sure the PostgreSQL and Redis servers the tests use are up on
 # 127.0.0.1 (PostgreSQL 5432 with trust auth and a "test" database, Redis
-# 6379), starting them from their Debian packages when they are installed
-# but stopped. PORTICO_TEST_POSTGRES and PORTICO_TEST_REDIS point the tests
-# elsewhere; then this script checks nothing.
+# 6379): installs Debian's postgresql and redis-server when they are
+# missing (apt-get, as root or through sudo without a password), and
+# starts them when they are stopped. PORTICO_TEST_POSTGRES and
+# PORTICO_TEST_REDIS point the tests elsewhere; then this script checks
+# nothing.
 set -euo pipefail
 
 pg_up() { pg_isready -q -h 127.0.0.1 -p 5432; }
 redis_up() { [ "$(redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" = PONG ]; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
+
+# install_debian installs Debian packages ($@) when a command they provide
+# is missing.
+install_debian() {
+	if ! command -v apt-get >/dev/null; then
+		echo "start-services: $* not installed and apt-get is not there to install them; install them by hand" >&2
+		exit 1
+	fi
+	echo "start-services: installing Debian's $*"
+	export DEBIAN_FRONTEND=noninteractive
+	as_root apt-get update -qq
+	as_root apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
 
 wait_for() {
 	local what=$1 check=$2
@@ -21,7 +36,15 @@ wait_for() {
 }
 
 if [ -z "${PORTICO_TEST_POSTGRES:-}" ]; then
-	command -v pg_isready >/dev/null || { echo "start-services: PostgreSQL is not installed (Debian: postgresql)" >&2; exit 1; }
+	if ! command -v pg_isready >/dev/null || ! compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; then
+		install_debian postgresql postgresql-client
+		# A cluster this script installed is the tests' own: trust on
+		# loopback, as the tests connect (user postgres, no password).
+		version=$(ls /etc/postgresql | sort -V | tail -1)
+		printf '%s\n' 'local all all trust' 'host all all 127.0.0.1/32 trust' 'host all all ::1/128 trust' |
+			as_root tee "/etc/postgresql/$version/main/pg_hba.conf" >/dev/null
+		as_root pg_ctlcluster --skip-systemctl-redirect "$version" main restart >/dev/null 2>&1 || true
+	fi
 	if ! pg_up; then
 		echo "start-services: starting PostgreSQL"
 		as_root service postgresql start >/dev/null || as_root pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -1)" main start
@@ -35,7 +58,7 @@ if [ -z "${PORTICO_TEST_POSTGRES:-}" ]; then
 fi
 
 if [ -z "${PORTICO_TEST_REDIS:-}" ]; then
-	command -v redis-server >/dev/null || { echo "start-services: Redis is not installed (Debian: redis-server)" >&2; exit 1; }
+	command -v redis-server >/dev/null || install_debian redis-server redis-tools
 	if ! redis_up; then
 		echo "start-services: starting Redis"
 		as_root service redis-server start >/dev/null 2>&1 || redis-server --bind 127.0.0.1 --port 6379 --save '' --appendonly no --daemonize yes >/dev/null

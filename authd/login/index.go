@@ -2,6 +2,7 @@ package login
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/auth/sessionapi"
@@ -16,6 +17,9 @@ type Index struct {
 	SessionServer string
 	// Health is the path of the health check; empty if there is none.
 	Health string
+	// Demo, if set, offers a demo login on the page (see DemoHandler,
+	// which must be mounted beside it).
+	Demo *Demo
 }
 
 // indexView is what the front page shows.
@@ -28,7 +32,7 @@ type indexView struct {
 	Health   string
 }
 
-type indexEnv struct{ Env, Base, Start string }
+type indexEnv struct{ Env, Base string }
 
 type indexNetwork struct {
 	Name             string
@@ -40,16 +44,22 @@ type indexMethod struct {
 	Dev                bool
 }
 
-// IndexHandler serves the auth server's front page: the pages' base URL
-// (an SDK's sdkUrl) and start URL per build environment, the session
-// server's endpoints, the key networks, the sign-in methods and the health
-// check, with links. It is styled like the pages and rendered in their
-// default language, or in the one ?lang= names. Nothing on it is secret:
-// it shows what any SDK configuration names anyway.
+// IndexHandler serves the auth server's front page: a demo login when
+// ix.Demo can succeed, the pages' base URL (an SDK's sdkUrl) per build
+// environment, the session server's endpoints, the key networks, the
+// sign-in methods and the health check. It links to no start page: one
+// opened without a login's loginId has nothing to start. It is styled
+// like the pages and rendered in their default language, or in the one
+// ?lang= names. Nothing on it is secret: it shows what any SDK
+// configuration names anyway.
 func (h *Handler) IndexHandler(ix Index) http.Handler {
 	v := h.indexView(ix)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.render(w, r, http.StatusOK, &view{Page: "index", TitleKey: "index_title", brand: h.startBrand(r), Index: v})
+		page := &view{Page: "index", TitleKey: "index_title", brand: h.startBrand(r), Index: v}
+		if h.demoAvailable(r.Context(), ix.Demo) {
+			page.Demo = &indexDemo{Action: DemoPath + "?" + url.Values{"lang": {string(page.brand.Lang)}}.Encode(), ClientID: ix.Demo.ClientID}
+		}
+		h.render(w, r, http.StatusOK, page)
 	})
 }
 
@@ -57,7 +67,7 @@ func (h *Handler) indexView(ix Index) *indexView {
 	v := &indexView{Health: ix.Health}
 	for _, env := range []authwire.BuildEnv{authwire.Production, authwire.Staging, authwire.Testing} {
 		base := h.cfg.BaseURLs[env]
-		v.Envs = append(v.Envs, indexEnv{Env: string(env), Base: base, Start: base + "/start"})
+		v.Envs = append(v.Envs, indexEnv{Env: string(env), Base: base})
 	}
 	v.Sessions = []string{"POST " + ix.SessionServer + sessionapi.SetPath, "GET " + ix.SessionServer + sessionapi.GetPath + "?key=…&namespace="}
 	for _, name := range keynet.Networks() {

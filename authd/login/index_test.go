@@ -20,7 +20,7 @@ func TestIndexPage(t *testing.T) {
 		want  []string
 	}{
 		{"default language", "", []string{`<html lang="en"`, "<h1>Auth server</h1>",
-			`<code>production</code></td><td><code>` + e.URL + `</code>`, `href="` + e.URL + `/start"`,
+			`<code>production</code></td><td><code>` + e.URL + `</code>`,
 			`<code>staging</code></td><td><code>` + e.URL + `/staging</code>`, `<code>testing</code>`,
 			"<code>POST /store/set</code>", "<code>GET /store/get?key=…&amp;namespace=</code>",
 			"<code>sapphire_devnet</code></td><td>5</td><td>3</td>", "<code>sapphire_mainnet</code>",
@@ -47,14 +47,18 @@ func TestIndexPage(t *testing.T) {
 			}
 		})
 	}
-	// The pages' links answer: the start page of each environment and the
-	// passwordless key set (the health check is the auth server's).
+	// The page's links answer: the passwordless key set (the health check
+	// is the auth server's). It links to no start page: one opened without
+	// a login has nothing to start. Without Index.Demo it offers no demo.
 	resp, _ := http.Get(front.URL)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if strings.Contains(string(body), "/start") || strings.Contains(string(body), `id="demo"`) {
+		t.Errorf("the page links to a start page or offers a demo:\n%s", body)
+	}
 	links := regexp.MustCompile(`href="(http[^"]+)"`).FindAllStringSubmatch(string(body), -1)
-	if len(links) != 4 {
-		t.Fatalf("want 4 absolute links (3 start pages, jwks.json), got %q", links)
+	if len(links) != 1 {
+		t.Fatalf("want 1 absolute link (jwks.json), got %q", links)
 	}
 	for _, l := range links {
 		resp, err := http.Get(l[1])

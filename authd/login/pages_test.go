@@ -63,9 +63,10 @@ func allViews() []*view {
 		out = append(out, &view{Page: "error", ErrorCode: code, ErrorKey: "err_" + code, BackURL: "https://app.example/"})
 	}
 	out = append(out, &view{Page: "index", TitleKey: "index_title", Index: &indexView{
-		Envs: []indexEnv{{Env: "production", Base: "https://auth.example", Start: "https://auth.example/start"}}, Sessions: []string{"POST /store/set"},
+		Envs: []indexEnv{{Env: "production", Base: "https://auth.example"}}, Sessions: []string{"POST /store/set"},
 		Networks: []indexNetwork{{Name: "sapphire_devnet", Nodes: 5, Threshold: 3}}, Methods: []indexMethod{{Provider: "email_passwordless", Verifier: "v", Dev: true}},
-		JWKS: "https://auth.example/jwks.json", Health: "/healthz"}})
+		JWKS: "https://auth.example/jwks.json", Health: "/healthz"}, Demo: &indexDemo{Action: "/demo?lang=en", ClientID: "portico-dev"}},
+		&view{Page: "demo", TitleKey: "demo_done_title", BackURL: "/"})
 	return out
 }
 

@@ -16,7 +16,7 @@ import (
 var templateFiles embed.FS
 
 // Pages are the page names; each is layout.html plus <page>.html.
-var pageNames = []string{"start", "email", "code", "mfa_setup", "mfa_recover", "phrase", "error", "index"}
+var pageNames = []string{"start", "email", "code", "mfa_setup", "mfa_recover", "phrase", "error", "index", "demo"}
 
 func parseTemplates() (map[string]*template.Template, error) {
 	out := map[string]*template.Template{}
@@ -139,6 +139,7 @@ type view struct {
 	ErrorKey    string
 	BackURL     string
 	Index       *indexView
+	Demo        *indexDemo // the front page's demo login, when it is offered
 	// DevCodes says codes are written to the log, not mailed (dev only).
 	DevCodes bool
 }

@@ -50,6 +50,13 @@ var setups = map[string]func(context.Context, *cli) error{
 }
 
 func run(ctx context.Context, c *cli) error {
+	logs, err := os.CreateTemp("", "portico-bench-*.log")
+	if err != nil {
+		return err
+	}
+	defer logs.Close()
+	c.logs = logs
+	fmt.Fprintf(os.Stderr, "portico-bench: the log of portico and its nodes goes to %s\n", logs.Name())
 	cache := "off"
 	if c.Cache {
 		cache = "on (64 MiB)"
@@ -267,7 +274,7 @@ func gethEmbedded(ctx context.Context, c *cli) error {
 // a remote node over HTTP.
 func geth(ctx context.Context, c *cli) error {
 	cmd := exec.CommandContext(ctx, c.Portico, "devnet", "evm", "--listen", "127.0.0.1:0")
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = c.logs
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -396,6 +403,8 @@ type process struct {
 	// addr is the address it serves on: portico's shared listener (the
 	// admin API), a node's or a proxy's only one.
 	addr string
+	// dir is portico's config and data directory, removed by stop.
+	dir string
 }
 
 // embedded as an upstream URL lets the network run its embedded devnet.
@@ -431,8 +440,8 @@ type porticoOptions struct {
 	// noCoalesce sends every call to the node, even identical ones in
 	// flight together.
 	noCoalesce bool
-	// stderr, when set, receives portico's log instead of this
-	// process's stderr.
+	// stderr, when set, receives portico's log instead of the run's log
+	// file.
 	stderr io.Writer
 	pprof  string // --pprof ADDR, when set
 }
@@ -469,11 +478,13 @@ func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*proces
 	if err := os.WriteFile(path, []byte(cfg.String()), 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, c.Portico, "serve", "--config", path, "--data-dir", dir)
+	// No auth server: it is not measured, and its development warnings
+	// would only add to the log.
+	cmd := exec.CommandContext(ctx, c.Portico, "serve", "--config", path, "--data-dir", dir, "--no-auth")
 	if opts.pprof != "" {
 		cmd.Args = append(cmd.Args, "--pprof", opts.pprof)
 	}
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = c.logs
 	if opts.stderr != nil {
 		cmd.Stderr = opts.stderr
 	}
@@ -484,7 +495,7 @@ func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*proces
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, urls: map[string]string{}, devnets: map[string]string{}}
+	p := &process{cmd: cmd, urls: map[string]string{}, devnets: map[string]string{}, dir: dir}
 	sc := bufio.NewScanner(out)
 	for len(p.urls) < len(opts.networks) && sc.Scan() {
 		if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
@@ -499,6 +510,9 @@ func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*proces
 	}
 	if len(p.urls) < len(opts.networks) {
 		p.stop()
+		if f, ok := cmd.Stderr.(*os.File); ok {
+			return nil, fmt.Errorf("portico did not print its ready lines (its log: %s)", f.Name())
+		}
 		return nil, fmt.Errorf("portico did not print its ready lines")
 	}
 	go io.Copy(io.Discard, out)
@@ -508,4 +522,7 @@ func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*proces
 func (p *process) stop() {
 	p.cmd.Process.Signal(os.Interrupt)
 	p.cmd.Wait()
+	if p.dir != "" {
+		os.RemoveAll(p.dir)
+	}
 }

@@ -40,6 +40,10 @@ type cli struct {
 	DialConcurrency int           `help:"subs setup: clients connecting and subscribing at once." default:"64"`
 	// The guess setup (guess.go).
 	GuessBaseline string `help:"guess setup: another portico binary (built before the fix) measured the same way first."`
+
+	// logs receives the log of every portico and devnet process the run
+	// starts, so that their lines do not break up the table on a terminal.
+	logs *os.File `kong:"-"`
 }
 
 // children are the modes in which this binary runs as a child process

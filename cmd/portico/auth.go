@@ -162,7 +162,7 @@ func startServeAuth(ctx context.Context, c *ServeCmd, gatewayListen, dataDir str
 		dataDir = filepath.Join(dataDir, "auth")
 	}
 	a, err := listenAuth(ctx, listen, authd.Config{DataDir: dataDir, NodeKeyDir: keyDir, Login: login,
-		Clients: []clients.Client{DevClient()}, DevLogCodes: c.AuthDevLogCodes}, log)
+		Clients: []clients.Client{DevClient()}, DemoClientID: DevClientID, DevLogCodes: c.AuthDevLogCodes}, log)
 	if err != nil {
 		return nil, fmt.Errorf("auth server: %w", err)
 	}
@@ -175,6 +175,9 @@ func startServeAuth(ctx context.Context, c *ServeCmd, gatewayListen, dataDir str
 		fmt.Fprintln(s.Out, "auth: email login codes are written to the log (--auth-dev-log-codes: development only)")
 	default:
 		fmt.Fprintln(s.Out, "auth: email login is off: give smtp in --auth-login-config (or, for development only, --auth-dev-log-codes)")
+	}
+	if login.SMTP != nil || c.AuthDevLogCodes {
+		fmt.Fprintf(s.Out, "auth: demo login: open %s/ and press the button; it logs in by email for %s, as an app's SDK would\n", a.URL, DevClientID)
 	}
 	return a, nil
 }

@@ -13,9 +13,9 @@ import (
 	"time"
 )
 
-// readmeAuthCommands are the `go run ./cmd/portico auth …` lines of the
-// README's Auth section, continuation lines joined and comments dropped,
-// as argument lists after `go run ./cmd/portico`.
+// readmeAuthCommands are the `bin/portico auth …` lines of the README's
+// Auth section, continuation lines joined and comments dropped, as
+// argument lists after `bin/portico`.
 func readmeAuthCommands(t *testing.T) [][]string {
 	t.Helper()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
@@ -32,7 +32,7 @@ func readmeAuthCommands(t *testing.T) [][]string {
 		if i := strings.Index(line, " #"); i >= 0 {
 			line = line[:i]
 		}
-		if rest, ok := strings.CutPrefix(line, "go run ./cmd/portico auth "); ok {
+		if rest, ok := strings.CutPrefix(line, "bin/portico auth "); ok {
 			cmds = append(cmds, append([]string{"auth"}, strings.Fields(rest)...))
 		}
 	}

@@ -38,7 +38,9 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeSharedBin()
+	os.Exit(code)
 }
 
 // child is portico serve running as a separate process.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -189,6 +190,49 @@ func TestDashboardEndToEnd(t *testing.T) {
 	if node := text(`#networks [data-network="evm-devnet"] tr[data-node] td:first-child`); node != "evm-devnet/embedded" {
 		t.Errorf("evm-devnet's node: %q", node)
 	}
+	// Each network's heads as its family names them: "safe" only where
+	// the family has a safe head.
+	for n, want := range map[string]string{
+		"evm-devnet":      `^latest [0-9,]+ · safe [0-9,]+ · finalized [0-9,]+ · max lag 10$`,
+		"solana-devnet":   `^processed [0-9,]+ · confirmed [0-9,]+ · finalized [0-9,]+ · max lag 50$`,
+		"starknet-devnet": `^latest [0-9,]+ · l1_accepted [0-9,]+ · max lag 5$`,
+	} {
+		if got := text(fmt.Sprintf(`#networks [data-network=%q] p.heads`, n)); !regexp.MustCompile(want).MatchString(got) {
+			t.Errorf("%s heads: %q, want %s", n, got, want)
+		}
+	}
+	// The calls answered from heads (eth_blockNumber, getSlot) have a row
+	// of their own with the count the gateway keeps; no more calls are
+	// made until it is read.
+	for _, n := range []string{"evm-devnet", "solana-devnet"} {
+		want := fmtInt(int64(s.m.views[n].fromHeads.Load()))
+		run("calls answered from heads, "+n, waitJS(fmt.Sprintf(`(() => {
+			const c = document.querySelector('#networks [data-network=%q] tr.from-heads td.calls');
+			if (c && c.textContent === %q) return true;
+			if (document.querySelector('main').getAttribute('aria-busy') !== 'true') document.getElementById('refresh').click();
+			return false;
+		})()`, n, want)))
+		if want == "0" {
+			t.Errorf("%s: no call was answered from heads", n)
+		}
+	}
+	// The nav's anchors scroll a section's heading clear of the sticky
+	// header, at a desktop's width and at a phone's.
+	anchors := func(what string) {
+		t.Helper()
+		for _, id := range []string{"keys", "nodes", "usage"} {
+			var clear bool
+			run(what+": #"+id, chromedp.Click(`header.top nav a[href="#`+id+`"]`, chromedp.ByQuery),
+				chromedp.Evaluate(`document.querySelector('#`+id+` h2').getBoundingClientRect().top >= document.querySelector('header.top').getBoundingClientRect().bottom`, &clear))
+			if !clear {
+				t.Errorf("%s: the link to #%s leaves its heading under the header", what, id)
+			}
+		}
+	}
+	anchors("desktop")
+	run("phone width", emulation.SetDeviceMetricsOverride(390, 844, 1, true))
+	anchors("phone")
+	run("desktop width", emulation.ClearDeviceMetricsOverride(), chromedp.Evaluate(`window.scrollTo(0, 0)`, nil))
 
 	// Screenshots: light, dark, and a phone's width.
 	var bg string

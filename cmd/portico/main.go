@@ -28,6 +28,7 @@ type CLI struct {
 	Version VersionCmd `cmd:"" help:"Print the version."`
 	Auth    AuthCmd    `cmd:"" help:"Run the auth server (login pages, session server, key network), a key network node, or migrate an auth SDK config."`
 	Wallet  WalletCmd  `cmd:"" help:"Example: log in with the auth SDK and send one transfer on each chain family through the gateway (against make run)."`
+	WS      WSCmd      `cmd:"" name:"ws" help:"Send messages over a WebSocket and print what comes back, one a line: a subscription from a shell."`
 }
 
 func main() {

@@ -26,9 +26,10 @@ type started struct {
 	logs   *lockedBuffer
 }
 
-// start runs Main on port 0 with cfg and stops it when the test ends. Every
-// log line is checked for secrets at the end.
-func start(t *testing.T, cfg config.Config) *started {
+// start runs Main on port 0 with cfg, after opts have set its other
+// fields, and stops it when the test ends. Every log line is checked for
+// secrets at the end.
+func start(t *testing.T, cfg config.Config, opts ...func(*Main)) *started {
 	t.Helper()
 	if cfg.Listen == "" || cfg.Listen == config.DefaultListen {
 		cfg.Listen = "127.0.0.1:0"
@@ -36,6 +37,9 @@ func start(t *testing.T, cfg config.Config) *started {
 	s := &started{stdout: &lockedBuffer{}, logs: &lockedBuffer{}}
 	cfg.Log.Level = "debug"
 	s.m = &Main{Config: cfg, Stdout: s.stdout, Stderr: s.logs}
+	for _, o := range opts {
+		o(s.m)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := s.m.Run(ctx); err != nil {
@@ -62,6 +66,9 @@ func (s *started) secrets() []string {
 	out := []string{}
 	if s.m.Key != "" {
 		out = append(out, s.m.Key)
+	}
+	if s.m.Config.Admin.Token != "" {
+		out = append(out, s.m.Config.Admin.Token)
 	}
 	for _, k := range s.m.Config.Keys {
 		if k.Key != "" {

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,12 +23,14 @@ import (
 )
 
 // The README is the front door: TestREADME runs every command in its ```sh
-// blocks, as written, right after `portico serve` prints its ready lines.
-// A block is either a curl session (lines that set variables and run curl,
-// run together by bash, as a reader pastes them) or CLI commands (`make
-// …`, `go run ./cmd/portico …`, run one by one). A line that is neither,
-// and is not listed below, fails the test: a new README command must be
-// made runnable here or listed with its reason.
+// blocks, as written, right after `portico serve` prints its ready lines
+// (the ones `make run` prints: the test's serve takes make run's flags).
+// A block is either a curl session (lines that set or use variables and
+// run curl or bin/portico ws, run together by bash, as a reader pastes
+// them) or commands (`make …`, `bin/portico …`, run one by one, bin/portico
+// being what the README's `make build` built). A line that is neither, and
+// is not listed below, fails the test: a new README command must be made
+// runnable here or listed with its reason.
 
 // notRun are README commands deliberately not run, by the command as
 // written (its trailing comment dropped), with the reason.
@@ -37,7 +38,7 @@ var notRun = map[string]string{
 	// make test runs the whole suite, this test included.
 	"make test": "runs every test, this one included",
 	// The wallet example asks for the login code on the terminal.
-	"go run ./cmd/portico wallet --email you@example.com": "asks for a login code on the terminal; TestWalletEndToEnd runs it against the real login pages, with the code from an SMTP server",
+	"bin/portico wallet --email you@example.com": "asks for a login code on the terminal; TestWalletEndToEnd runs it against the real login pages, with the code from an SMTP server",
 }
 
 // knownBroken are README commands that fail today, by the command as
@@ -100,10 +101,10 @@ func readmeBlocks(doc string) []readmeBlock {
 var assignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 // isSession reports whether a block is a curl session: its first line sets
-// a variable or runs curl.
+// a variable or runs curl, or it uses a variable (the session's $KEY).
 func (b readmeBlock) isSession() bool {
 	first := strings.TrimSpace(strings.SplitN(b.text, "\n", 2)[0])
-	return strings.HasPrefix(first, "curl ") || assignRE.MatchString(first)
+	return strings.HasPrefix(first, "curl ") || assignRE.MatchString(first) || strings.Contains(b.text, "$")
 }
 
 // shellWords splits a command line the way sh would for the simple lines
@@ -176,9 +177,13 @@ func needTools(t *testing.T, names ...string) {
 }
 
 // TestREADME runs the README's commands: see the comment at the top of the
-// file.
+// file. Beyond each command's own check, it checks the ready lines the
+// README shows against serve's, the dashboard a ready line offers, the
+// auth server's demo login in Chromium up to its code step, and that
+// whatever the commands leave in a checkout is ignored by git.
 func TestREADME(t *testing.T) {
-	needTools(t, "bash", "curl", "jq", "make")
+	needTools(t, "bash", "curl", "jq", "make", "git")
+	chromium := chromiumBinary(t)
 	doc, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -206,13 +211,41 @@ func TestREADME(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
+	// `make build` first: the README's bin/portico lines, the curl
+	// session's included, run what it built.
+	var commands []commandLine
+	built := false
+	for _, b := range blocks {
+		if b.isSession() {
+			continue
+		}
+		for _, c := range b.commands() {
+			if words, _, _ := shellWords(c.text); strings.Join(words, " ") == "make build" && !built {
+				built = true
+				t.Run(fmt.Sprintf("line %d make build", c.line), func(t *testing.T) {
+					if err := makeBuild(ctx, t, repo); err != nil {
+						t.Fatal(err)
+					}
+				})
+				continue
+			}
+			commands = append(commands, c)
+		}
+	}
+	if !built {
+		t.Fatal("the README has no `make build`, which its bin/portico lines need")
+	}
+
 	// `make run` is `portico serve --data-dir portico-data
-	// --auth-dev-log-codes`: the curl sessions run against it in-process,
-	// as soon as its ready lines are out. (The make run line itself runs
-	// below, under a terminal.)
-	serve := startCommand(ctx, t, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", "portico-data", "--auth-dev-log-codes"})
-	serve.wait(t, authReadyRE)
+	// --auth-dev-log-codes --dev-dashboard`: the curl sessions run against
+	// it in-process, as soon as its ready lines are out. (The make run
+	// line itself runs below, under a terminal.)
+	serve := startCommand(ctx, t, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", "portico-data", "--auth-dev-log-codes", "--dev-dashboard"})
+	serve.wait(t, demoLineRE)
 	gw := parseReady(t, serve.out.String())
+	t.Run("ready lines", func(t *testing.T) { checkReadyLines(t, string(doc), serve.out.String()) })
+	t.Run("dashboard", func(t *testing.T) { checkDevDashboard(t, serve.out.String()) })
+	t.Run("demo login", func(t *testing.T) { checkDemoLogin(t, chromium, serve) })
 
 	var session []readmeBlock
 	for _, b := range blocks {
@@ -222,47 +255,42 @@ func TestREADME(t *testing.T) {
 	}
 	t.Run("curl", func(t *testing.T) { runCurlSession(t, session, gw) })
 
-	ran, seen := 0, map[string]bool{}
-	for _, b := range blocks {
-		if b.isSession() {
+	ran, seen := 1, map[string]bool{"make build": true}
+	for _, c := range commands {
+		words, out, err := shellWords(c.text)
+		if err != nil {
+			t.Errorf("README.md:%d: %v", c.line, err)
 			continue
 		}
-		for _, c := range b.commands() {
-			words, out, err := shellWords(c.text)
-			if err != nil {
-				t.Errorf("README.md:%d: %v", c.line, err)
-				continue
-			}
-			cmdline := strings.Join(words, " ")
-			if out != "" {
-				cmdline += " > " + out
-			}
-			name := fmt.Sprintf("line %d %s", c.line, cmdline)
-			seen[cmdline] = true
-			if reason, ok := notRun[cmdline]; ok {
-				t.Logf("README.md:%d not run (%s): %s", c.line, reason, cmdline)
-				continue
-			}
-			ran++
-			t.Run(name, func(t *testing.T) {
-				for _, w := range words {
-					if strings.Contains(w, "testdata/") {
-						copyFromRepo(t, repo, w)
-					}
-				}
-				err := runReadmeCommand(ctx, t, repo, words, out, gw)
-				if reason, broken := knownBroken[cmdline]; broken {
-					if err == nil {
-						t.Fatalf("listed as known broken (%s) but works now: take it off knownBroken", reason)
-					}
-					t.Logf("fails as known (%s): %v", reason, err)
-					return
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			})
+		cmdline := strings.Join(words, " ")
+		if out != "" {
+			cmdline += " > " + out
 		}
+		name := fmt.Sprintf("line %d %s", c.line, cmdline)
+		seen[cmdline] = true
+		if reason, ok := notRun[cmdline]; ok {
+			t.Logf("README.md:%d not run (%s): %s", c.line, reason, cmdline)
+			continue
+		}
+		ran++
+		t.Run(name, func(t *testing.T) {
+			for _, w := range words {
+				if strings.Contains(w, "testdata/") {
+					copyFromRepo(t, repo, w)
+				}
+			}
+			err := runReadmeCommand(ctx, t, repo, words, out, gw)
+			if reason, broken := knownBroken[cmdline]; broken {
+				if err == nil {
+					t.Fatalf("listed as known broken (%s) but works now: take it off knownBroken", reason)
+				}
+				t.Logf("fails as known (%s): %v", reason, err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 	if ran < 8 {
 		t.Errorf("ran %d README commands; the README has lost some, or the parser has", ran)
@@ -280,10 +308,9 @@ func TestREADME(t *testing.T) {
 	if err := serve.stop(t); err != nil {
 		t.Error(err)
 	}
+	// Whatever the README's commands left in the checkout, git ignores.
+	t.Run("gitignore", func(t *testing.T) { checkIgnored(t, repo, dir) })
 }
-
-// authReadyRE matches the last ready line of `portico serve`.
-var authReadyRE = regexp.MustCompile(`(?m)^auth: http://\S+/ `)
 
 // gatewayAddrs are the addresses a `portico serve` printed in its ready
 // lines: the shared listener and each network's own.
@@ -391,7 +418,11 @@ func runCurlSession(t *testing.T, blocks []readmeBlock, gw gatewayAddrs) {
 		}
 		method := ms[len(ms)-1][1] // a block's last call is the one it shows
 		checked++
-		if err := checkAnswer(method, answers[i]); err != nil {
+		check := func(a string) error { return checkAnswer(method, a) }
+		if method == "eth_subscribe" {
+			check = checkSubscription
+		}
+		if err := check(answers[i]); err != nil {
 			t.Errorf("README.md:%d: %s: %v\nanswer: %.600s", b.line, method, err, answers[i])
 		}
 	}
@@ -447,17 +478,50 @@ func checkAnswer(method, answer string) error {
 	return fmt.Errorf("no check for %s: add one to checkAnswer", method)
 }
 
+// checkSubscription checks the README's subscription line: the answer
+// with the subscription's id, then a newHeads notification per line.
+func checkSubscription(answer string) error {
+	lines := strings.Split(answer, "\n")
+	if len(lines) != 3 {
+		return fmt.Errorf("%d lines, want the answer and 2 notifications", len(lines))
+	}
+	var sub struct {
+		Result string `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &sub); err != nil || !strings.HasPrefix(sub.Result, "0x") {
+		return fmt.Errorf("answer %q: %v", lines[0], err)
+	}
+	for _, l := range lines[1:] {
+		var n struct {
+			Method string `json:"method"`
+			Params struct {
+				Subscription string `json:"subscription"`
+				Result       struct {
+					Number string `json:"number"`
+					Hash   string `json:"hash"`
+				} `json:"result"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(l), &n); err != nil || n.Method != "eth_subscription" || n.Params.Subscription != sub.Result ||
+			n.Params.Result.Number == "" || n.Params.Result.Hash == "" {
+			return fmt.Errorf("notification %q: %v", l, err)
+		}
+	}
+	return nil
+}
+
 // runReadmeCommand runs one README command line and checks what it says it
-// does.
+// does. bin/portico commands run the binary `make build` built, in the
+// checkout; servers until they answer, then stopped with SIGINT.
 func runReadmeCommand(ctx context.Context, t *testing.T, repo string, words []string, stdout string, gw gatewayAddrs) error {
 	switch {
 	case len(words) >= 2 && words[0] == "make" && words[1] == "run":
 		return makeRun(ctx, t, repo, words)
-	case len(words) >= 3 && words[0] == "go" && words[1] == "run" && words[2] == "./cmd/portico":
+	case len(words) >= 1 && words[0] == "bin/portico":
 	default:
 		return fmt.Errorf("no way to run %q: run it here or list it in notRun", strings.Join(words, " "))
 	}
-	args := words[3:]
+	args := words[1:]
 	if len(args) == 0 {
 		return fmt.Errorf("%q names no command", strings.Join(words, " "))
 	}
@@ -478,17 +542,29 @@ func runReadmeCommand(ctx context.Context, t *testing.T, repo string, words []st
 	}
 	switch {
 	case args[0] == "devnet" && sub != "":
-		c := startCommand(ctx, t, args)
-		m := c.wait(t, regexp.MustCompile(`portico devnet (\w+): serving JSON-RPC on (http://\S+)`))
+		p, err := startProcess(ctx, t, args)
+		if err != nil {
+			return err
+		}
+		m, err := p.wait(ctx, regexp.MustCompile(`portico devnet \w+: serving JSON-RPC on (http://\S+)`))
+		if err != nil {
+			return err
+		}
 		url := regexp.MustCompile(`serving JSON-RPC on (http://\S+)`).FindStringSubmatch(m)[1]
 		method := map[string]string{"solana": "getSlot", "evm": "eth_blockNumber", "starknet": "starknet_blockNumber"}[sub]
 		if status, body := post(t, url, `{"jsonrpc":"2.0","id":1,"method":"`+method+`"}`); status != 200 || !strings.Contains(body, `"result"`) {
 			return fmt.Errorf("%s answered %d %s", method, status, body)
 		}
-		return c.stop(t)
+		return p.stop()
 	case args[0] == "auth" && sub == "serve":
-		c := startCommand(ctx, t, args)
-		m := c.wait(t, regexp.MustCompile(`serving the session server on (http://\S+)/`))
+		p, err := startProcess(ctx, t, args)
+		if err != nil {
+			return err
+		}
+		m, err := p.wait(ctx, regexp.MustCompile(`serving the session server on (http://\S+)/`))
+		if err != nil {
+			return err
+		}
 		url := regexp.MustCompile(`(http://\S+)/`).FindStringSubmatch(m)[1]
 		for _, path := range []string{"/", "/healthz"} {
 			resp, err := http.Get(url + path)
@@ -500,10 +576,12 @@ func runReadmeCommand(ctx context.Context, t *testing.T, repo string, words []st
 				return fmt.Errorf("GET %s: %s", path, resp.Status)
 			}
 		}
-		return c.stop(t)
+		return p.stop()
 	}
 	var out, errOut bytes.Buffer
-	if err := run(ctx, args, &out, &errOut); err != nil {
+	cmd := exec.CommandContext(ctx, "bin/portico", args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%w\n%s", err, errOut.String())
 	}
 	if stdout != "" {
@@ -513,8 +591,7 @@ func runReadmeCommand(ctx context.Context, t *testing.T, repo string, words []st
 	}
 	switch {
 	case args[0] == "keys" && sub == "create":
-		// "The new key, printed alone on the last line, works at once on a
-		// make run that uses the same data directory."
+		// "a key, alone on the last line; make run takes it at once"
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 		key := lines[len(lines)-1]
 		status, body := post(t, gw.networks["evm-devnet"][:strings.LastIndex(gw.networks["evm-devnet"], "/")+1]+key,
@@ -536,34 +613,25 @@ func runReadmeCommand(ctx context.Context, t *testing.T, repo string, words []st
 }
 
 // makeRun runs the README's `make run` under a terminal, as a reader does:
-// it must say it is building before the build, print the ready lines, and
-// on Ctrl-C end with "stopped" and exit status 0.
+// it must say it is building before the build, print the ready lines (the
+// dashboard's and the demo login's among them), and on Ctrl-C end with
+// "stopped" and exit status 0.
 //
 // Substitution: `make run` keeps the binary in bin/ and its state in
 // portico-data/ of the checkout and listens on the default ports; here the
-// binary and the state go to the test's directory (make's BIN and DATA_DIR)
-// and PORTICO_LISTEN=127.0.0.1:0 puts every listener on a free port.
+// binary is the one the test's `make build` built (make's BIN), the state
+// goes to the test's directory (DATA_DIR: not portico-data, which the
+// test's own serve holds) and PORTICO_LISTEN=127.0.0.1:0 puts every
+// listener on a free port.
 func makeRun(ctx context.Context, t *testing.T, repo string, words []string) error {
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return err
 	}
-	args := append(words[1:], "BIN="+filepath.Join(wd, "make-run-bin", "portico"), "DATA_DIR="+filepath.Join(wd, "make-run-data"), "GO="+goCmd)
+	args := append(words[1:], "BIN="+sharedBin(t), "DATA_DIR="+filepath.Join(wd, makeRunData), "GO="+goTool())
 	cmd := exec.CommandContext(ctx, "make", args...)
 	cmd.Dir = repo
-	// A reader's terminal has no make of its own around: under `make
-	// test`, MAKELEVEL and MAKEFLAGS would make this a sub-make, which
-	// prints "Entering directory" lines around its output.
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(name, "MAKE") && name != "MFLAGS" {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "PORTICO_LISTEN=127.0.0.1:0")
+	cmd.Env = append(readerEnv(), "PORTICO_LISTEN=127.0.0.1:0")
 	term, err := startInTerminal(cmd)
 	if err != nil {
 		return err
@@ -583,9 +651,7 @@ func makeRun(ctx context.Context, t *testing.T, repo string, words []string) err
 		defer close(exited)
 		werr = cmd.Wait()
 	}()
-	// The first build compiles go-ethereum: the whole test's deadline
-	// bounds this wait.
-	if _, err := out.waitFor(ctx, authReadyRE, exited); err != nil {
+	if _, err := out.waitFor(ctx, demoLineRE, exited); err != nil {
 		cmd.Process.Kill()
 		<-exited
 		return fmt.Errorf("no ready lines: %v (exit: %v)\n%s", err, werr, out)
@@ -602,6 +668,9 @@ func makeRun(ctx context.Context, t *testing.T, repo string, words []string) err
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	if !strings.HasPrefix(lines[0], "building ") {
 		return fmt.Errorf("make run does not say it is building first:\n%s", text)
+	}
+	if !devDashboardRE.MatchString(text) {
+		return fmt.Errorf("make run printed no dashboard line with a dev admin token:\n%s", text)
 	}
 	if last := lines[len(lines)-1]; last != "stopped" {
 		return fmt.Errorf("make run's last line after Ctrl-C is %q, want \"stopped\":\n%s", last, text)

@@ -55,6 +55,7 @@ type ServeCmd struct {
 	AuthLoginConfig string `help:"JSON file with the auth server's login providers (smtp for email codes, oidc, verifiers, passwordless, baseUrls), as portico auth serve --login-config takes; see docs/auth.md." type:"existingfile" env:"PORTICO_SERVE_AUTH_CONFIG"`
 	AuthDevLogCodes bool   `help:"DEVELOPMENT ONLY: write the auth server's email login codes to the log instead of mailing them (without smtp in --auth-login-config); make run passes it." env:"PORTICO_SERVE_AUTH_DEV_LOG_CODES"`
 	AuthNodeKeyDir  string `help:"Directory of the embedded key nodes' key files, which seal their shares; default <data-dir>.node-keys beside the data directory, so that a copy of the data directory does not carry the keys that open it." type:"path" env:"PORTICO_SERVE_AUTH_NODE_KEY_DIR"`
+	DevDashboard    bool   `help:"DEVELOPMENT: without admin.token in the config, turn the admin API and the dashboard on with a dev admin token, kept beside the dev key (<data-dir>/dev-admin-token) and printed on a ready line; make run passes it." env:"PORTICO_DEV_DASHBOARD"`
 }
 
 // Run loads the config, starts serving and waits for ctx to end.
@@ -85,7 +86,7 @@ func (c *ServeCmd) Run(ctx context.Context, s *Streams) error {
 		go srv.Serve(ln)
 		defer srv.Close()
 	}
-	m := &Main{Config: cfg, Stdout: s.Out, Stderr: s.Err}
+	m := &Main{Config: cfg, Stdout: s.Out, Stderr: s.Err, DevDashboard: c.DevDashboard}
 	if err := m.Run(ctx); err != nil {
 		m.Close()
 		return err
@@ -108,6 +109,9 @@ type Main struct {
 	Config config.Config
 	Stdout io.Writer
 	Stderr io.Writer
+	// DevDashboard turns the admin API and the dashboard on with a dev
+	// admin token when Config has no admin.token (devAdminToken).
+	DevDashboard bool
 
 	// Set by Run.
 	Key      string     // the dev key, when Config has no keys
@@ -126,6 +130,7 @@ type Main struct {
 	metrics *metrics.Metrics          // nil when metrics.disabled
 	tracer  trace.Tracer              // nil when tracing is off
 	pools   map[string]*upstream.Pool // by network
+	views   map[string]*networkView   // by network: its heads and the calls they answered
 	gw      *gateway.Gateway
 	cache   *network.Cache
 	servers []*fasthttp.Server
@@ -133,9 +138,13 @@ type Main struct {
 	// not started yet when Shutdown ran would otherwise accept forever.
 	listeners []net.Listener
 	closers   []io.Closer
-	wg        sync.WaitGroup
-	once      sync.Once
-	err       error
+	// devToken says admin.token is the dev admin token, kept at
+	// devTokenPath ("" when not kept).
+	devToken     bool
+	devTokenPath string
+	wg           sync.WaitGroup
+	once         sync.Once
+	err          error
 }
 
 // Endpoint is where a network is served.
@@ -164,6 +173,13 @@ func (m *Main) Run(ctx context.Context) error {
 		if err := sqldb.MakePrivateDir(cfg.DataDir); err != nil {
 			return fmt.Errorf("data dir: %w", err)
 		}
+	}
+	if m.DevDashboard && cfg.Admin.Token == "" {
+		var err error
+		if cfg.Admin.Token, m.devTokenPath, err = devAdminToken(cfg.DataDir); err != nil {
+			return err
+		}
+		m.devToken = true
 	}
 	if !cfg.Metrics.Disabled {
 		m.metrics = metrics.New()
@@ -361,7 +377,8 @@ func (m *Main) network(ctx context.Context, n *config.Network, meter network.Met
 		members = append(members, member)
 	}
 	table := fam.Table(embedded)
-	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{Allow: n.Methods, Enable: n.Enable, Costs: n.Costs, DefaultCost: n.DefaultCost, NotificationCosts: n.NotificationCosts})
+	view := newNetworkView(table.Chain)
+	methods, err := gateway.NewMethods(view.counting(table), gateway.MethodsConfig{Allow: n.Methods, Enable: n.Enable, Costs: n.Costs, DefaultCost: n.DefaultCost, NotificationCosts: n.NotificationCosts})
 	if err != nil {
 		return nil, err
 	}
@@ -382,6 +399,10 @@ func (m *Main) network(ctx context.Context, n *config.Network, meter network.Met
 		m.pools = map[string]*upstream.Pool{}
 	}
 	m.pools[n.Name] = pool
+	if m.views == nil {
+		m.views = map[string]*networkView{}
+	}
+	m.views[n.Name] = view
 	served := network.New(network.Config{Name: n.Name, Upstream: pool, Tags: methods.Chain().Tags, KeyForm: methods.KeyForm(), Subs: methods.Subscriptions(),
 		Cache: m.cache, NoCoalesce: noCoalesce, Meter: meter, Logger: m.log, Metrics: m.metrics})
 	return &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Served: served}, nil
@@ -483,24 +504,7 @@ func (m *Main) printReady() {
 		fmt.Fprintf(m.Stdout, "%-16s %s  %s  curl -s %s -H 'Content-Type: application/json' -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"}'\n",
 			ep.Name, httpURL, wsURL, httpURL, fam.Probe)
 	}
-}
-
-// nodes returns every network's nodes with the network's heads, for the
-// admin API.
-func (m *Main) nodes() any {
-	type network struct {
-		Name   string               `json:"name"`
-		Heads  portico.Heads        `json:"heads"`
-		MaxLag uint64               `json:"maxLag"`
-		Nodes  []upstream.NodeState `json:"nodes"`
-	}
-	var out []network
-	for _, n := range m.Config.Networks {
-		if p := m.pools[n.Name]; p != nil {
-			out = append(out, network{Name: n.Name, Heads: p.Heads(), MaxLag: p.MaxLag(), Nodes: p.Nodes()})
-		}
-	}
-	return out
+	m.printDashboard()
 }
 
 // Close stops listeners, then upstreams and devnets, and waits. Calls after

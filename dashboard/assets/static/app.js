@@ -376,6 +376,15 @@ function nodeState(n) {
   return ['ok', 'ok'];
 }
 
+// headsLine names a network's heads as its family does (the rollup has
+// no safe head; the slot chain's are processed, confirmed and finalized).
+// An instance that does not send marks gets the three numbers.
+function headsLine(net) {
+  const h = net.heads;
+  const marks = net.marks || [{ tag: 'latest', number: h.Latest }, { tag: 'safe', number: h.Safe }, { tag: 'finalized', number: h.Finalized }];
+  return [...marks.map((m) => `${m.tag} ${fmt(m.number)}`), `max lag ${fmt(net.maxLag)}`].join(' · ');
+}
+
 function drawNodes() {
   if (unchanged('nodes', state.nodes)) return;
   const box = $('#networks');
@@ -384,20 +393,27 @@ function drawNodes() {
     return;
   }
   box.replaceChildren(...state.nodes.map((net) => {
-    const h = net.heads;
     const table = el('table', { class: 'cards' },
       el('thead', {}, el('tr', {}, ['Node', 'Head', 'Lag', 'Latency p50', 'p95', 'Calls', 'Errors', 'State'].map((t, i) =>
         el('th', { class: i > 0 && i < 7 ? 'num' : null, text: t })))),
       el('tbody'));
-    fill(table, net.nodes.map((n) => {
+    const rows = net.nodes.map((n) => {
       const [cls, text] = nodeState(n);
       return { attrs: { 'data-node': n.name }, cells: [td(n.name), td(fmt(n.heads.Latest), 'num head'), td(fmt(n.lag), 'num lag'),
-        td(ms(n.p50Ns), 'num'), td(ms(n.p95Ns), 'num'), td(fmt(n.calls), 'num'), td(fmt(n.errors), 'num errors'),
+        td(ms(n.p50Ns), 'num'), td(ms(n.p95Ns), 'num'), td(fmt(n.calls), 'num calls'), td(fmt(n.errors), 'num errors'),
         td(el('span', { class: `state ${cls}`, text }))] };
-    }), 'No nodes');
+    });
+    // Calls answered from the tracked heads (eth_blockNumber, getSlot…)
+    // reach no node: a row of their own, so that the calls add up.
+    if (net.nodes.length && net.fromHeads !== undefined) {
+      rows.push({ attrs: { class: 'from-heads', title: 'Calls answered from the tracked heads, without a node' },
+        cells: [td('answered from heads', 'muted'), td('–', 'num'), td('–', 'num'), td('–', 'num'), td('–', 'num'),
+          td(fmt(net.fromHeads), 'num calls'), td('–', 'num'), td('')] });
+    }
+    fill(table, rows, 'No nodes');
     return el('div', { class: 'network', 'data-network': net.name },
       el('h3', { text: net.name }),
-      el('p', { class: 'heads', text: `latest ${fmt(h.Latest)} · safe ${fmt(h.Safe)} · finalized ${fmt(h.Finalized)} · max lag ${fmt(net.maxLag)}` }),
+      el('p', { class: 'heads', text: headsLine(net) }),
       el('div', { class: 'scroll' }, table));
   }));
 }
@@ -419,6 +435,12 @@ $('#refresh').addEventListener('click', refresh);
 let resized;
 addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(drawUsage, 150); });
 $('#new-key-done').addEventListener('click', hideNewKey);
+// The sticky header's height, which anchored sections scroll clear of
+// (scroll-padding-top in app.css); a phone's header wraps and is taller.
+const header = $('header.top');
+const headerHeight = () => document.documentElement.style.setProperty('--top-h', `${header.offsetHeight}px`);
+new ResizeObserver(headerHeight).observe(header);
+headerHeight();
 setupCreate();
 refresh();
 // Keep the numbers fresh while the page is in view.
