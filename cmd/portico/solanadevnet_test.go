@@ -102,11 +102,24 @@ func TestSolanaDevnetThroughGateway(t *testing.T) {
 	// processed reaches the embedded devnet: the newest block is served at
 	// processed and not yet at finalized.
 	t.Run("processed", func(t *testing.T) {
+		var last uint64
 		for tries := 0; ; tries++ {
 			newest, err := c.GetSlot(ctx, rpc.CommitmentProcessed)
 			if err != nil {
 				t.Fatal(err)
 			}
+			if newest == last {
+				// The gateway answers getSlot from its tracked heads: a
+				// newer slot comes with the next poll.
+				tries--
+				select {
+				case <-ctx.Done():
+					t.Fatal(ctx.Err())
+				case <-time.After(20 * time.Millisecond):
+				}
+				continue
+			}
+			last = newest
 			_, errP := c.GetBlockWithOpts(ctx, newest, &rpc.GetBlockOpts{Encoding: solana.EncodingBase64, MaxSupportedTransactionVersion: &v0, TransactionDetails: rpc.TransactionDetailsNone, Commitment: rpc.CommitmentProcessed})
 			_, errF := c.GetBlockWithOpts(ctx, newest, &rpc.GetBlockOpts{Encoding: solana.EncodingBase64, MaxSupportedTransactionVersion: &v0, TransactionDetails: rpc.TransactionDetailsNone, Commitment: rpc.CommitmentFinalized})
 			codeF, _ := rpcError(errF)
