@@ -2,6 +2,7 @@ package verify_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 )
 
@@ -36,3 +37,5 @@ func flipHex(s string) string {
 	}
 	return string(b)
 }
+
+func strconvU(n uint64) string { return strconv.FormatUint(n, 10) }
