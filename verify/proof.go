@@ -154,6 +154,9 @@ func proveAccount(root common.Hash, address common.Address, proof []hexutil.Byte
 
 // proveSlot walks one storage proof from the account's storage root.
 func proveSlot(what string, root, key common.Hash, proof []hexutil.Bytes) (common.Hash, error) {
+	if root == types.EmptyRootHash {
+		return common.Hash{}, nil // an empty trie holds nothing, with no node to show
+	}
 	val, err := trie.VerifyProof(root, crypto.Keccak256(key[:]), proofDB(proof))
 	if err != nil {
 		return common.Hash{}, mismatch(what+".proof", "a path from storage root "+root.Hex(), err.Error())
