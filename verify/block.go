@@ -40,6 +40,9 @@ type Block struct {
 // transactions: ask the node for full transactions and serve the hashes
 // with Block.JSON(false). That costs bytes, not an extra call.
 //
+// Members no commitment covers are refused, except totalDifficulty,
+// which is left out of the answer (see uncovered).
+//
 // Uncles cannot be checked from their hashes: a block with uncles (only
 // before the merge) needs their headers, the node's answers to
 // eth_getUncleByBlockHashAndIndex in order, passed as uncles; without
@@ -48,6 +51,9 @@ func (c *Chain) VerifyBlock(raw []byte, want common.Hash, uncles ...[]byte) (*Bl
 	obj, err := decodeObject("block", raw)
 	if err != nil {
 		return nil, err
+	}
+	if obj.strip() {
+		raw = obj.encode()
 	}
 	h, err := headerFrom(obj, want)
 	if err != nil {
@@ -63,11 +69,16 @@ func (c *Chain) VerifyBlock(raw []byte, want common.Hash, uncles ...[]byte) (*Bl
 	if err := b.checkWithdrawals(); err != nil {
 		return nil, err
 	}
+	// size is the length of the block's RLP: no commitment holds it, but
+	// it follows from what was verified, so it is recomputed and put in
+	// the answer in place of the node's (anvil 1.7 gives one byte less
+	// than the RLP on some blocks).
 	if v, ok := obj.values["size"]; ok {
 		body := types.Body{Transactions: b.Transactions, Uncles: b.Uncles, Withdrawals: b.Withdrawals}
 		size := types.NewBlockWithHeader(h.eth).WithBody(body).Size()
 		if want, _ := stdjson.Marshal(hexutil.Uint64(size)); !sameValue(v, want) {
-			return nil, mismatch("block.size", string(want), short(v))
+			obj.values["size"] = want
+			b.raw = obj.encode()
 		}
 	}
 	return b, nil

@@ -84,7 +84,7 @@ func TestVerifyBlockTampered(t *testing.T) {
 		{"state root changed, hash kept", func(m map[string]any) { m["stateRoot"] = flipHex(m["stateRoot"].(string)) }, verify.ErrMismatch, "header.hash"},
 		{"gas used changed", func(m map[string]any) { m["gasUsed"] = "0x1" }, verify.ErrMismatch, "header.hash"},
 		{"hash changed to another", func(m map[string]any) { m["hash"] = flipHex(m["hash"].(string)) }, verify.ErrMismatch, "header.hash"},
-		{"extra member", func(m map[string]any) { m["totalDifficulty"] = "0x1" }, verify.ErrUnverifiable, "header.totalDifficulty"},
+		{"extra member", func(m map[string]any) { m["l1BlockNumber"] = "0x1" }, verify.ErrUnverifiable, "header.l1BlockNumber"},
 		{"transaction dropped", func(m map[string]any) { txs := m["transactions"].([]any); m["transactions"] = txs[1:] }, verify.ErrMismatch, "block.transactions"},
 		{"transactions swapped", func(m map[string]any) {
 			txs := m["transactions"].([]any)
@@ -96,7 +96,6 @@ func TestVerifyBlockTampered(t *testing.T) {
 		{"withdrawal amount", func(m map[string]any) {
 			m["withdrawals"].([]any)[0].(map[string]any)["amount"] = "0x7"
 		}, verify.ErrMismatch, "block.withdrawals"},
-		{"size", func(m map[string]any) { m["size"] = "0x1" }, verify.ErrMismatch, "block.size"},
 		{"hashes only", func(m map[string]any) {
 			txs := m["transactions"].([]any)
 			for i := range txs {
@@ -104,6 +103,12 @@ func TestVerifyBlockTampered(t *testing.T) {
 			}
 		}, verify.ErrUnverifiable, "block.transactions[0]"},
 	}
+	t.Run("size recomputed", func(t *testing.T) {
+		b, err := fc.chain.VerifyBlock(edit(t, raw, func(m map[string]any) { m["size"] = "0x1" }), pick)
+		if err != nil || !jsonEqual(string(b.JSON(true)), raw) {
+			t.Fatalf("%v", err)
+		}
+	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := fc.chain.VerifyBlock(edit(t, raw, c.edit), pick)

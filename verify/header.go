@@ -53,7 +53,31 @@ func VerifyHeader(raw []byte, want common.Hash) (*Header, error) {
 	if err != nil {
 		return nil, err
 	}
+	obj.strip()
 	return headerFrom(obj, want)
+}
+
+// uncovered are members some nodes add that no commitment covers; they
+// are taken out of a verified answer rather than passed on unchecked.
+// totalDifficulty: anvil and older geth send it; a block hash does not
+// commit to it (only to the block's own difficulty), and go-ethereum
+// stopped sending it after the merge made it meaningless.
+var uncovered = []string{"totalDifficulty"}
+
+// strip removes the uncovered members from obj and reports whether it
+// removed any.
+func (o *object) strip() bool {
+	names := o.names[:0:0]
+	for _, n := range o.names {
+		if contains(uncovered, n) {
+			delete(o.values, n)
+			continue
+		}
+		names = append(names, n)
+	}
+	removed := len(names) != len(o.names)
+	o.names = names
+	return removed
 }
 
 // blockMembers are the members of a block answer that are not header

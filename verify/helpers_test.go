@@ -1,8 +1,14 @@
 package verify_test
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
+	"sync/atomic"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/porticohq/portico/verify"
 	"testing"
 )
 
@@ -39,3 +45,24 @@ func flipHex(s string) string {
 }
 
 func strconvU(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// countingSource counts the node calls an executor makes.
+type countingSource struct {
+	verify.ProofSource
+	calls atomic.Int64
+}
+
+func (s *countingSource) GetProof(ctx context.Context, a common.Address, slots []common.Hash, h common.Hash) ([]byte, error) {
+	s.calls.Add(1)
+	return s.ProofSource.GetProof(ctx, a, slots, h)
+}
+
+func (s *countingSource) GetCode(ctx context.Context, a common.Address, h common.Hash) ([]byte, error) {
+	s.calls.Add(1)
+	return s.ProofSource.GetCode(ctx, a, h)
+}
+
+func (s *countingSource) CreateAccessList(ctx context.Context, call []byte, h common.Hash) ([]byte, error) {
+	s.calls.Add(1)
+	return s.ProofSource.CreateAccessList(ctx, call, h)
+}

@@ -1,0 +1,218 @@
+package verify_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/big"
+	"testing"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"github.com/porticohq/portico/internal/anvil"
+	"github.com/porticohq/portico/verify"
+)
+
+// rpcSource is the executor's ProofSource over a node's JSON-RPC, asking
+// at a block by hash (EIP-1898), as the gateway will.
+type rpcSource struct{ c *rpc.Client }
+
+func at(h common.Hash) map[string]any { return map[string]any{"blockHash": h} }
+
+func (s rpcSource) GetProof(ctx context.Context, a common.Address, slots []common.Hash, h common.Hash) ([]byte, error) {
+	var raw json.RawMessage
+	if slots == nil {
+		slots = []common.Hash{}
+	}
+	err := s.c.CallContext(ctx, &raw, "eth_getProof", a, slots, at(h))
+	return raw, err
+}
+
+func (s rpcSource) GetCode(ctx context.Context, a common.Address, h common.Hash) ([]byte, error) {
+	var raw json.RawMessage
+	err := s.c.CallContext(ctx, &raw, "eth_getCode", a, at(h))
+	return raw, err
+}
+
+func (s rpcSource) CreateAccessList(ctx context.Context, call []byte, h common.Hash) ([]byte, error) {
+	var raw json.RawMessage
+	err := s.c.CallContext(ctx, &raw, "eth_createAccessList", json.RawMessage(call), at(h))
+	return raw, err
+}
+
+// anvilChain is anvil with the two test contracts deployed.
+type anvilChain struct {
+	c       *rpc.Client
+	dev     common.Address
+	holder  common.Address
+	token   common.Address
+	reader  common.Address
+	chain   *verify.Chain
+	holders []common.Address
+}
+
+func startAnvil(t testing.TB) *anvilChain {
+	t.Helper()
+	ctx := context.Background()
+	// Blocks are mined on request (evm_mine), so a test knows when its
+	// transaction is in.
+	n, err := anvil.Start(ctx, anvil.Options{Args: []string{"--no-mining"}})
+	if errors.Is(err, anvil.ErrNotInstalled) && !anvil.Strict() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	c, err := rpc.DialContext(ctx, n.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	a := &anvilChain{c: c, dev: crypto.PubkeyToAddress(n.DevKeys()[0].PublicKey), chain: verify.NewChain(verify.ConfigFor(31337))}
+	a.holder = common.HexToAddress("0x00000000000000000000000000000000000b0b01")
+	balances := map[common.Address]uint64{a.holder: 1000}
+	for i := range 50 {
+		h := common.BigToAddress(new(big.Int).Lsh(big.NewInt(1), uint(100+i)))
+		a.holders = append(a.holders, h)
+		balances[h] = uint64(i + 1)
+	}
+	a.token = a.deploy(t, tokenInit(balances))
+	a.reader = a.deploy(t, readerInit(a.token, a.holder))
+	return a
+}
+
+// deploy sends a creation from the dev account and mines a block.
+func (a *anvilChain) deploy(t testing.TB, code []byte) common.Address {
+	t.Helper()
+	var hash common.Hash
+	tx := map[string]any{"from": a.dev, "data": hexutil.Bytes(code), "gas": hexutil.Uint64(3_000_000)}
+	if err := a.c.Call(&hash, "eth_sendTransaction", tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.c.Call(nil, "evm_mine"); err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		ContractAddress *common.Address `json:"contractAddress"`
+		Status          hexutil.Uint64  `json:"status"`
+	}
+	var raw json.RawMessage
+	if err := a.c.Call(&raw, "eth_getTransactionReceipt", hash); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &r); err != nil || r.ContractAddress == nil || r.Status != 1 {
+		t.Fatalf("deploy: %s %v", raw, err)
+	}
+	return *r.ContractAddress
+}
+
+// head verifies the node's newest block; anvil is the only node here, so
+// its hash is taken as trusted (the gateway takes it from a quorum).
+func (a *anvilChain) head(t testing.TB) *verify.Header {
+	t.Helper()
+	var raw json.RawMessage
+	if err := a.c.Call(&raw, "eth_getBlockByNumber", "latest", true); err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.chain.VerifyBlock(raw, common.Hash{})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, raw)
+	}
+	return b.Header
+}
+
+// nodeAnswer is a node's result or error for a call.
+type nodeAnswer struct {
+	result json.RawMessage
+	code   int
+	data   string
+}
+
+func (a *anvilChain) ask(t testing.TB, method string, call map[string]any, h common.Hash) nodeAnswer {
+	t.Helper()
+	var raw json.RawMessage
+	err := a.c.Call(&raw, method, call, at(h))
+	if err == nil {
+		return nodeAnswer{result: raw}
+	}
+	var ec rpc.Error
+	if !errors.As(err, &ec) {
+		t.Fatal(err)
+	}
+	ans := nodeAnswer{code: ec.ErrorCode()}
+	var de rpc.DataError
+	if errors.As(err, &de) {
+		ans.data, _ = de.ErrorData().(string)
+	}
+	return ans
+}
+
+// local runs the executor and returns its answer in the same form.
+func local(t testing.TB, ex *verify.Executor, method string, call map[string]any, h *verify.Header) nodeAnswer {
+	t.Helper()
+	raw, _ := json.Marshal(call)
+	var out []byte
+	var err error
+	if method == "eth_call" {
+		out, err = ex.Call(context.Background(), h, raw)
+	} else {
+		out, err = ex.EstimateGas(context.Background(), h, raw)
+	}
+	if err == nil {
+		return nodeAnswer{result: out}
+	}
+	var ce *verify.CallError
+	if !errors.As(err, &ce) {
+		t.Fatalf("%s: %v", method, err)
+	}
+	return nodeAnswer{code: ce.Code, data: ce.Data}
+}
+
+// TestExecutorAgainstAnvil runs calls locally over verified state and
+// compares every answer with anvil's own (another EVM implementation):
+// a contract that reads several of its slots and calls another contract,
+// its writing variant, the callee directly, a revert, and the gas
+// estimates of each.
+func TestExecutorAgainstAnvil(t *testing.T) {
+	a := startAnvil(t)
+	h := a.head(t)
+	src := &countingSource{ProofSource: rpcSource{a.c}}
+	ex := verify.NewExecutor(a.chain, src, verify.ExecutorOptions{})
+	calls := map[string]map[string]any{
+		"reader (reads 3 slots, calls the token)": {"to": a.reader},
+		"reader writing":                          {"to": a.reader, "data": "0x01", "from": a.dev},
+		"token balanceOf":                         {"to": a.token, "data": hexutil.Bytes(balanceOfCall(a.holder))},
+		"token balanceOf nobody":                  {"to": a.token, "data": hexutil.Bytes(balanceOfCall(common.HexToAddress("0x1234")))},
+		"token reverts":                           {"to": a.token, "data": "0xdeadbeef"},
+		"plain transfer":                          {"from": a.dev, "to": common.HexToAddress("0x00000000000000000000000000000000000fee01"), "value": "0x1"},
+	}
+	for name, call := range calls {
+		for _, method := range []string{"eth_call", "eth_estimateGas"} {
+			t.Run(name+"/"+method, func(t *testing.T) {
+				want := a.ask(t, method, call, h.Hash())
+				got := local(t, ex, method, call, h)
+				if string(got.result) != string(want.result) || got.code != want.code || got.data != want.data {
+					t.Fatalf("local %+v (%s)\nnode  %+v (%s)", got, got.result, want, want.result)
+				}
+			})
+		}
+	}
+	// The reader's answer carries the token's balance: the call reached
+	// the other contract through verified state.
+	got := local(t, ex, "eth_call", calls["reader (reads 3 slots, calls the token)"], h)
+	var words hexutil.Bytes
+	json.Unmarshal(got.result, &words)
+	if len(words) != 128 || words[31] != 11 || words[63] != 22 || words[95] != 33 || common.BytesToHash(words[96:]).Big().Int64() != 1000 {
+		t.Fatalf("reader returned %x", words)
+	}
+	// Asked again at the same block, nothing is fetched.
+	before := src.calls.Load()
+	local(t, ex, "eth_call", calls["reader (reads 3 slots, calls the token)"], h)
+	if n := src.calls.Load() - before; n != 0 {
+		t.Fatalf("%d node calls for a cached call", n)
+	}
+}
