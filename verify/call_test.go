@@ -184,11 +184,11 @@ func TestExecutorAgainstAnvil(t *testing.T) {
 	ex := verify.NewExecutor(a.chain, src, verify.ExecutorOptions{})
 	calls := map[string]map[string]any{
 		"reader (reads 3 slots, calls the token)": {"to": a.reader},
-		"reader writing":                          {"to": a.reader, "data": "0x01", "from": a.dev},
-		"token balanceOf":                         {"to": a.token, "data": hexutil.Bytes(balanceOfCall(a.holder))},
-		"token balanceOf nobody":                  {"to": a.token, "data": hexutil.Bytes(balanceOfCall(common.HexToAddress("0x1234")))},
-		"token reverts":                           {"to": a.token, "data": "0xdeadbeef"},
-		"plain transfer":                          {"from": a.dev, "to": common.HexToAddress("0x00000000000000000000000000000000000fee01"), "value": "0x1"},
+		"reader writing":         {"to": a.reader, "data": "0x01", "from": a.dev},
+		"token balanceOf":        {"to": a.token, "data": hexutil.Bytes(balanceOfCall(a.holder))},
+		"token balanceOf nobody": {"to": a.token, "data": hexutil.Bytes(balanceOfCall(common.HexToAddress("0x1234")))},
+		"token reverts":          {"to": a.token, "data": "0xdeadbeef"},
+		"plain transfer":         {"from": a.dev, "to": common.HexToAddress("0x00000000000000000000000000000000000fee01"), "value": "0x1"},
 	}
 	for name, call := range calls {
 		for _, method := range []string{"eth_call", "eth_estimateGas"} {
@@ -214,5 +214,71 @@ func TestExecutorAgainstAnvil(t *testing.T) {
 	local(t, ex, "eth_call", calls["reader (reads 3 slots, calls the token)"], h)
 	if n := src.calls.Load() - before; n != 0 {
 		t.Fatalf("%d node calls for a cached call", n)
+	}
+}
+
+// lyingSource changes what a node says: no access list at all, or a
+// storage value that is not the one proven.
+type lyingSource struct {
+	verify.ProofSource
+	noAccessList bool
+	badValue     bool
+}
+
+func (s lyingSource) CreateAccessList(ctx context.Context, call []byte, h common.Hash) ([]byte, error) {
+	if s.noAccessList {
+		return []byte(`{"accessList":[],"gasUsed":"0x5208"}`), nil
+	}
+	return s.ProofSource.CreateAccessList(ctx, call, h)
+}
+
+func (s lyingSource) GetProof(ctx context.Context, a common.Address, slots []common.Hash, h common.Hash) ([]byte, error) {
+	raw, err := s.ProofSource.GetProof(ctx, a, slots, h)
+	if err != nil || !s.badValue || len(slots) == 0 {
+		return raw, err
+	}
+	var m map[string]any
+	json.Unmarshal(raw, &m)
+	m["storageProof"].([]any)[0].(map[string]any)["value"] = "0x2a"
+	return json.Marshal(m)
+}
+
+// TestExecutorDistrustsNode runs the reader with a node that gives no
+// access list (the executor finds the state by running, and still
+// answers right) and with one that lies about a storage value (caught).
+// A call at an older block answers from that block's state.
+func TestExecutorDistrustsNode(t *testing.T) {
+	a := startAnvil(t)
+	old := a.head(t)
+	call := map[string]any{"to": a.reader, "data": "0x01", "from": a.dev}
+
+	ex := verify.NewExecutor(a.chain, lyingSource{ProofSource: rpcSource{a.c}, noAccessList: true}, verify.ExecutorOptions{})
+	for _, m := range []string{"eth_call", "eth_estimateGas"} {
+		if got, want := local(t, ex, m, call, old), a.ask(t, m, call, old.Hash()); string(got.result) != string(want.result) {
+			t.Fatalf("%s without access list: %s, node %s", m, got.result, want.result)
+		}
+	}
+
+	ex = verify.NewExecutor(a.chain, lyingSource{ProofSource: rpcSource{a.c}, badValue: true}, verify.ExecutorOptions{})
+	raw, _ := json.Marshal(call)
+	if _, err := ex.Call(context.Background(), old, raw); !errors.Is(err, verify.ErrMismatch) {
+		t.Fatalf("a lied storage value: %v", err)
+	}
+
+	// The writing call, mined, sets slot 4: storing there again costs
+	// less gas, and each block's estimate is that block's.
+	tx := map[string]any{"from": a.dev, "to": a.reader, "data": "0x01", "gas": hexutil.Uint64(200_000)}
+	if err := a.c.Call(nil, "eth_sendTransaction", tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.c.Call(nil, "evm_mine"); err != nil {
+		t.Fatal(err)
+	}
+	now := a.head(t)
+	ex = verify.NewExecutor(a.chain, rpcSource{a.c}, verify.ExecutorOptions{})
+	gotOld, gotNow := local(t, ex, "eth_estimateGas", call, old), local(t, ex, "eth_estimateGas", call, now)
+	wantOld, wantNow := a.ask(t, "eth_estimateGas", call, old.Hash()), a.ask(t, "eth_estimateGas", call, now.Hash())
+	if string(gotOld.result) != string(wantOld.result) || string(gotNow.result) != string(wantNow.result) || string(gotOld.result) == string(gotNow.result) {
+		t.Fatalf("estimates old %s (node %s), now %s (node %s)", gotOld.result, wantOld.result, gotNow.result, wantNow.result)
 	}
 }

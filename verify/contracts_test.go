@@ -139,3 +139,19 @@ func readerInit(token, holder common.Address) []byte {
 func balanceOfCall(owner common.Address) []byte {
 	return append(new(big.Int).SetUint64(balanceOfSelector).FillBytes(make([]byte, 4)), common.LeftPadBytes(owner[:], 32)...)
 }
+
+// emitterRuntime emits three logs per call: LOG1, LOG2 and LOG3 over
+// the 32 bytes of calldata (zero when none), with fixed topics and the
+// caller as the last topic of LOG3.
+func emitterRuntime() []byte {
+	p := program.New()
+	p.Push(0).Op(vm.CALLDATALOAD).Push(0).Op(vm.MSTORE)
+	t1, t2 := common.HexToHash("0xaa"), common.HexToHash("0xbb")
+	p.Push(t1).Push(32).Push(0).Op(vm.LOG1)
+	p.Push(t2).Push(t1).Push(32).Push(0).Op(vm.LOG2)
+	p.Op(vm.CALLER).Push(t2).Push(t1).Push(0).Push(0).Op(vm.LOG3)
+	p.Op(vm.STOP)
+	return p.Bytes()
+}
+
+func emitterInit() []byte { return program.New().ReturnViaCodeCopy(emitterRuntime()).Bytes() }

@@ -4,6 +4,7 @@ import (
 	stdjson "encoding/json"
 	"fmt"
 	"math/big"
+	"strconv"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
@@ -82,7 +83,7 @@ func (c *Chain) VerifyReceipts(raw []byte, b *Block) (*Receipts, error) {
 		return nil, mismatch("receipts", "fields derivable from the block", err.Error())
 	}
 	for i, r := range list {
-		if err := checkReceipt(fmt.Sprintf("receipts[%d]", i), r, rs[i], b.Transactions[i], b.Senders[i]); err != nil {
+		if err := checkReceipt(fmt.Sprintf("receipts[%d]", i), r, rs[i], b.Transactions[i], b.Senders[i], h.Time, blobPrice); err != nil {
 			return nil, err
 		}
 	}
@@ -92,7 +93,7 @@ func (c *Chain) VerifyReceipts(raw []byte, b *Block) (*Receipts, error) {
 // checkReceipt compares a node's receipt object with the receipt as the
 // API renders it (go-ethereum's shape: root or status, blob fields for
 // blob transactions only, a null contract address unless one was made).
-func checkReceipt(what string, raw []byte, r *types.Receipt, tx *types.Transaction, from common.Address) error {
+func checkReceipt(what string, raw []byte, r *types.Receipt, tx *types.Transaction, from common.Address, blockTime uint64, blobPrice *big.Int) error {
 	obj, err := decodeObject(what, raw)
 	if err != nil {
 		return err
@@ -116,9 +117,21 @@ func checkReceipt(what string, raw []byte, r *types.Receipt, tx *types.Transacti
 	} else {
 		want["status"] = hexutil.Uint64(r.Status)
 	}
+	var mayLack []string
 	if tx.Type() == types.BlobTxType {
 		want["blobGasUsed"] = hexutil.Uint64(r.BlobGasUsed)
 		want["blobGasPrice"] = (*hexutil.Big)(r.BlobGasPrice)
+	} else if blobPrice != nil {
+		// anvil gives every receipt the block's blob gas price.
+		want["blobGasPrice"] = (*hexutil.Big)(blobPrice)
+		mayLack = append(mayLack, "blobGasPrice")
+	}
+	// Some nodes add the block's time (anvil as a JSON number).
+	mayLack = append(mayLack, "blockTimestamp")
+	if v, ok := obj.values["blockTimestamp"]; ok && v.Kind() == '0' {
+		want["blockTimestamp"] = stdjson.Number(strconv.FormatUint(blockTime, 10))
+	} else {
+		want["blockTimestamp"] = hexutil.Uint64(blockTime)
 	}
 	if r.ContractAddress != (common.Address{}) {
 		want["contractAddress"] = r.ContractAddress
@@ -132,7 +145,7 @@ func checkReceipt(what string, raw []byte, r *types.Receipt, tx *types.Transacti
 		return mismatch(what+".logs", "", "(missing)")
 	}
 	members["logs"] = logs // checked one by one below
-	if err := checkMembers(what, obj, members); err != nil {
+	if err := checkMembers(what, obj, members, mayLack...); err != nil {
 		return err
 	}
 	return checkLogs(what+".logs", logs, r.Logs)
