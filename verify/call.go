@@ -355,7 +355,7 @@ func (e *Executor) fetch(ctx context.Context, h *Header, need map[common.Address
 func (e *Executor) fetchAccount(ctx context.Context, h *Header, a common.Address, slots []common.Hash) (*Account, []byte, error) {
 	raw, err := e.src.GetProof(ctx, a, slots, h.hash)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &FetchError{What: "eth_getProof " + a.Hex(), Err: err}
 	}
 	acc, err := VerifyProof(raw, h.eth.Root, a, slots)
 	if err != nil {
@@ -369,7 +369,7 @@ func (e *Executor) fetchAccount(ctx context.Context, h *Header, a common.Address
 	}
 	raw, err = e.src.GetCode(ctx, a, h.hash)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &FetchError{What: "eth_getCode " + a.Hex(), Err: err}
 	}
 	code, err := VerifyCode(raw, acc)
 	if err != nil {

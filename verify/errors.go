@@ -19,6 +19,9 @@ var (
 	// cannot prove it (a field no commitment covers, a pre-merge uncle,
 	// a block hash the executor has no trusted header for).
 	ErrUnverifiable = errors.New("verify: answer cannot be verified")
+	// ErrFetch means a node did not give what the executor asked for (a
+	// transport failure or a JSON-RPC error): the node's fault, not a lie.
+	ErrFetch = errors.New("verify: fetch from node failed")
 )
 
 // MismatchError says which part of an answer failed its check. What
@@ -68,3 +71,14 @@ func (e *UnverifiableError) Unwrap() error { return ErrUnverifiable }
 func mismatch(what, want, got string) error { return &MismatchError{What: what, Want: want, Got: got} }
 
 func malformed(what string, err error) error { return &MalformedError{What: what, Err: err} }
+
+// FetchError is a failed request of the executor to its ProofSource.
+type FetchError struct {
+	What string // "eth_getProof 0x…", "eth_getCode 0x…"
+	Err  error
+}
+
+func (e *FetchError) Error() string { return "verify: " + e.What + ": " + e.Err.Error() }
+
+// Unwrap returns ErrFetch and the source's error.
+func (e *FetchError) Unwrap() []error { return []error{ErrFetch, e.Err} }
