@@ -342,11 +342,11 @@ func (e *Executor) fetch(ctx context.Context, h *Header, need map[common.Address
 	if first != nil {
 		return first
 	}
-	bs := e.block(h)
-	if err := bs.add(accs, codes); err != nil {
+	n, err := e.block(h).add(accs, codes)
+	if err != nil {
 		return err
 	}
-	if bs.nslots > e.opts.CacheSlots {
+	if n > e.opts.CacheSlots {
 		e.drop(h.hash)
 	}
 	return nil

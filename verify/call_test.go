@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
+	"sync"
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/vm"
+	"github.com/ethereum/go-ethereum/core/vm/program"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/rpc"
 
@@ -280,5 +284,81 @@ func TestExecutorDistrustsNode(t *testing.T) {
 	wantOld, wantNow := a.ask(t, "eth_estimateGas", call, old.Hash()), a.ask(t, "eth_estimateGas", call, now.Hash())
 	if string(gotOld.result) != string(wantOld.result) || string(gotNow.result) != string(wantNow.result) || string(gotOld.result) == string(gotNow.result) {
 		t.Fatalf("estimates old %s (node %s), now %s (node %s)", gotOld.result, wantOld.result, gotNow.result, wantNow.result)
+	}
+}
+
+// TestExecutorBlockHashAndConcurrency reads the grandparent's hash with
+// BLOCKHASH (an eth_call without "to": the init code's returned bytes
+// are the answer): with the trusted ancestors given, the answer equals
+// anvil's; without them it is unverifiable (the parent's hash alone is
+// in the header itself). Then many calls at one block
+// run at once on one executor (run with -race).
+func TestExecutorBlockHashAndConcurrency(t *testing.T) {
+	a := startAnvil(t)
+	h := a.head(t)
+	code := program.New().Op(vm.NUMBER).Push(2).Op(vm.SWAP1, vm.SUB, vm.BLOCKHASH).Push(0).Op(vm.MSTORE).Return(0, 32).Bytes()
+	call := map[string]any{"data": hexutil.Bytes(code)}
+	want := a.ask(t, "eth_call", call, h.Hash())
+
+	// The ancestors, trusted by walking parent links from the head.
+	trust := verify.NewTrust(0)
+	trust.Checkpoint(h.Hash(), h.Number())
+	ancestors := map[common.Hash]*verify.Header{}
+	for cur := h; cur.Number() > 0; {
+		var raw json.RawMessage
+		if err := a.c.Call(&raw, "eth_getBlockByHash", cur.Eth().ParentHash, false); err != nil {
+			t.Fatal(err)
+		}
+		if !trust.Link(cur) {
+			t.Fatal("link")
+		}
+		parent, err := verify.VerifyHeader(raw, cur.Eth().ParentHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := trust.Trusted(parent.Hash()); !ok {
+			t.Fatal("parent not trusted")
+		}
+		ancestors[parent.Hash()] = parent
+		cur = parent
+	}
+	headers := func(hash common.Hash, _ uint64) *verify.Header { return ancestors[hash] }
+	ex := verify.NewExecutor(a.chain, rpcSource{a.c}, verify.ExecutorOptions{Headers: headers})
+	if got := local(t, ex, "eth_call", call, h); string(got.result) != string(want.result) || len(got.result) != 68 {
+		t.Fatalf("BLOCKHASH: local %s, node %s", got.result, want.result)
+	}
+	raw, _ := json.Marshal(call)
+	if _, err := verify.NewExecutor(a.chain, rpcSource{a.c}, verify.ExecutorOptions{}).Call(context.Background(), h, raw); !errors.Is(err, verify.ErrUnverifiable) {
+		t.Fatalf("BLOCKHASH without ancestors: %v", err)
+	}
+
+	ex = verify.NewExecutor(a.chain, rpcSource{a.c}, verify.ExecutorOptions{})
+	calls := []map[string]any{{"to": a.reader}, {"to": a.token, "data": hexutil.Bytes(balanceOfCall(a.holder))}}
+	for _, hd := range a.holders[:6] {
+		calls = append(calls, map[string]any{"to": a.token, "data": hexutil.Bytes(balanceOfCall(hd))})
+	}
+	wants := make([]nodeAnswer, len(calls))
+	for i, c := range calls {
+		wants[i] = a.ask(t, "eth_call", c, h.Hash())
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, len(calls)*3)
+	for round := range 3 {
+		for i, c := range calls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				raw, _ := json.Marshal(c)
+				out, err := ex.Call(context.Background(), h, raw)
+				if err != nil || string(out) != string(wants[i].result) {
+					errs <- fmt.Sprintf("round %d call %d: %s %v", round, i, out, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

@@ -57,13 +57,14 @@ func (b *blockState) missing(want map[common.Address]map[common.Hash]struct{}) m
 	return out
 }
 
-// add puts proven accounts, slots and code into the state and commits.
-func (b *blockState) add(accs []*Account, code map[common.Hash][]byte) error {
+// add puts proven accounts, slots and code into the state, commits, and
+// returns how many slots the state holds now.
+func (b *blockState) add(accs []*Account, code map[common.Hash][]byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st, err := state.New(b.root, b.db)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, a := range accs {
 		if !b.accounts[a.Address] {
@@ -94,10 +95,10 @@ func (b *blockState) add(accs []*Account, code map[common.Hash][]byte) error {
 	// empty, as it is in the real state.
 	root, err := st.Commit(noDeleteRules, 0)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	b.root = root
-	return nil
+	return b.nslots, nil
 }
 
 // noDeleteRules are fork rules with EIP-158 off, for committing a
