@@ -18,6 +18,7 @@ import (
 	"github.com/ethereum/go-ethereum/core/vm"
 	"github.com/ethereum/go-ethereum/eth/gasestimator"
 	"github.com/ethereum/go-ethereum/params"
+	"github.com/maypok86/otter/v2"
 )
 
 // ProofSource is what the executor asks a node for. Each method returns
@@ -50,6 +51,9 @@ type ExecutorOptions struct {
 	// unknown). Without it, a call that reads a block hash is
 	// ErrUnverifiable.
 	Headers func(hash common.Hash, number uint64) *Header
+	// CodeCacheBytes bounds the verified code kept across blocks; 0
+	// means 64 MiB.
+	CodeCacheBytes uint64
 	// ErrorRatio is the gas estimate's allowed overshoot, as go-ethereum's
 	// estimator takes it (geth's eth_estimateGas uses 0.015); 0 finds the
 	// exact least gas, as anvil does.
@@ -68,8 +72,9 @@ type Executor struct {
 
 	mu     sync.Mutex
 	blocks map[common.Hash]*blockState
-	order  []common.Hash // oldest first
-	code   sync.Map      // code hash -> []byte, code being immutable
+	order  []common.Hash                             // oldest first
+	code   *otter.Cache[common.Hash, []byte]         // verified code by hash, across blocks (code is immutable)
+	codeOf *otter.Cache[common.Address, common.Hash] // the code hash an address last had: a hint only
 }
 
 // NewExecutor returns an executor for the chain, fetching from src.
@@ -86,7 +91,17 @@ func NewExecutor(chain *Chain, src ProofSource, opts ExecutorOptions) *Executor 
 	if opts.CacheSlots == 0 {
 		opts.CacheSlots = 1 << 16
 	}
-	return &Executor{chain: chain, src: src, opts: opts, blocks: make(map[common.Hash]*blockState)}
+	if opts.CodeCacheBytes == 0 {
+		opts.CodeCacheBytes = 64 << 20
+	}
+	return &Executor{
+		chain: chain, src: src, opts: opts, blocks: make(map[common.Hash]*blockState),
+		code: otter.Must(&otter.Options[common.Hash, []byte]{
+			MaximumWeight: opts.CodeCacheBytes,
+			Weigher:       func(_ common.Hash, c []byte) uint32 { return uint32(min(len(c)+32, 1<<31)) },
+		}),
+		codeOf: otter.Must(&otter.Options[common.Address, common.Hash]{MaximumSize: 1 << 16}),
+	}
 }
 
 // CallError is a call's failure in the shape a node answers it:
@@ -352,7 +367,25 @@ func (e *Executor) fetch(ctx context.Context, h *Header, need map[common.Address
 	return nil
 }
 
+// fetchAccount gets and verifies one account's proof and, when it has
+// code not cached yet, its code. The code is asked for at the same time
+// as the proof unless the address is known (from an earlier block) to
+// have no code or cached code: one round trip instead of two, at the
+// price of an unneeded eth_getCode for an account seen for the first
+// time that turns out to have no code.
 func (e *Executor) fetchAccount(ctx context.Context, h *Header, a common.Address, slots []common.Hash) (*Account, []byte, error) {
+	type codeAnswer struct {
+		raw []byte
+		err error
+	}
+	var early chan codeAnswer
+	if hint, ok := e.codeOf.GetIfPresent(a); !ok || !e.haveCode(hint) {
+		early = make(chan codeAnswer, 1)
+		go func() {
+			raw, err := e.src.GetCode(ctx, a, h.hash)
+			early <- codeAnswer{raw, err}
+		}()
+	}
 	raw, err := e.src.GetProof(ctx, a, slots, h.hash)
 	if err != nil {
 		return nil, nil, &FetchError{What: "eth_getProof " + a.Hex(), Err: err}
@@ -361,13 +394,19 @@ func (e *Executor) fetchAccount(ctx context.Context, h *Header, a common.Address
 	if err != nil {
 		return nil, nil, err
 	}
+	e.codeOf.Set(a, acc.CodeHash)
 	if acc.CodeHash == types.EmptyCodeHash {
 		return acc, nil, nil
 	}
-	if c, ok := e.code.Load(acc.CodeHash); ok {
-		return acc, c.([]byte), nil
+	if c, ok := e.code.GetIfPresent(acc.CodeHash); ok {
+		return acc, c, nil
 	}
-	raw, err = e.src.GetCode(ctx, a, h.hash)
+	if early != nil {
+		ans := <-early
+		raw, err = ans.raw, ans.err
+	} else {
+		raw, err = e.src.GetCode(ctx, a, h.hash)
+	}
 	if err != nil {
 		return nil, nil, &FetchError{What: "eth_getCode " + a.Hex(), Err: err}
 	}
@@ -375,8 +414,17 @@ func (e *Executor) fetchAccount(ctx context.Context, h *Header, a common.Address
 	if err != nil {
 		return nil, nil, err
 	}
-	e.code.Store(acc.CodeHash, code)
+	e.code.Set(acc.CodeHash, code)
 	return acc, code, nil
+}
+
+// haveCode reports whether code with this hash needs no fetch.
+func (e *Executor) haveCode(hash common.Hash) bool {
+	if hash == types.EmptyCodeHash {
+		return true
+	}
+	_, ok := e.code.GetIfPresent(hash)
+	return ok
 }
 
 func dedupe(s []common.Hash) []common.Hash {
