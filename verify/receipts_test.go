@@ -8,6 +8,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"github.com/porticohq/portico/verify"
@@ -228,5 +229,29 @@ func TestVerifyLogsFixtureChain(t *testing.T) {
 	}
 	if seen < 10 {
 		t.Fatalf("%d logs in all answers", seen)
+	}
+}
+
+// TestMayHaveLogs: a block with an empty bloom needs no receipts for any
+// filter; one with logs needs them for a filter its bloom does not rule
+// out, and not for an address it does.
+func TestMayHaveLogs(t *testing.T) {
+	fc := loadFixture(t)
+	var empty, full *verify.Header
+	for _, b := range fc.blocks {
+		h := verify.NewHeader(b.Header())
+		if b.Bloom() == (types.Bloom{}) {
+			empty = h
+		} else if full == nil {
+			full = h
+		}
+	}
+	if empty == nil || full == nil {
+		t.Fatal("no block with an empty bloom, or none with logs")
+	}
+	everything, _ := verify.ParseFilter([]byte(`{}`))
+	absent, _ := verify.ParseFilter([]byte(`{"address":"0x00000000000000000000000000000000000000ee"}`))
+	if verify.MayHaveLogs(empty, everything) || !verify.MayHaveLogs(full, everything) || verify.MayHaveLogs(full, absent) {
+		t.Fatal("bloom rules wrong")
 	}
 }
