@@ -122,12 +122,15 @@ func (c *Chain) checkTransactions(b *Block) error {
 		return err
 	}
 	b.txs = list
+	// The block's own fork decides which signatures are valid (before
+	// Homestead a high s was allowed).
+	signer := types.MakeSigner(c.config, b.Header.eth.Number, b.Header.eth.Time)
 	for i, raw := range list {
 		what := fmt.Sprintf("block.transactions[%d]", i)
 		if raw.Kind() != '{' {
 			return &UnverifiableError{What: what, Reason: "transaction hashes only: ask the node for full transactions"}
 		}
-		tx, from, err := c.checkTransaction(what, raw, b.Header, i)
+		tx, from, err := c.checkTransaction(what, raw, b.Header, i, signer)
 		if err != nil {
 			return err
 		}
@@ -144,7 +147,7 @@ func (c *Chain) checkTransactions(b *Block) error {
 // and checks every member: the signed fields by re-encoding, the hash,
 // the sender by recovery, and the block fields against the header.
 // The transaction's place in the trie is checked by the caller.
-func (c *Chain) checkTransaction(what string, raw []byte, h *Header, index int) (*types.Transaction, common.Address, error) {
+func (c *Chain) checkTransaction(what string, raw []byte, h *Header, index int, signer types.Signer) (*types.Transaction, common.Address, error) {
 	obj, err := decodeObject(what, raw)
 	if err != nil {
 		return nil, common.Address{}, err
@@ -153,7 +156,7 @@ func (c *Chain) checkTransaction(what string, raw []byte, h *Header, index int) 
 	if err := tx.UnmarshalJSON(raw); err != nil {
 		return nil, common.Address{}, malformed(what, err)
 	}
-	from, err := types.Sender(c.signer, tx)
+	from, err := types.Sender(signer, tx)
 	if err != nil {
 		return nil, common.Address{}, mismatch(what+".from", "a valid signature", err.Error())
 	}

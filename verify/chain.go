@@ -3,7 +3,6 @@ package verify
 import (
 	"math/big"
 
-	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/params"
 )
 
@@ -13,13 +12,12 @@ import (
 // immutable and safe for concurrent use.
 type Chain struct {
 	config *params.ChainConfig
-	signer types.Signer
 }
 
 // NewChain returns the checks for a network with the given config;
 // ConfigFor picks one by chain id.
 func NewChain(config *params.ChainConfig) *Chain {
-	return &Chain{config: config, signer: types.LatestSignerForChainID(config.ChainID)}
+	return &Chain{config: config}
 }
 
 // Config returns the network's chain config.
