@@ -213,6 +213,16 @@ func TestExecutorAgainstAnvil(t *testing.T) {
 	if len(words) != 128 || words[31] != 11 || words[63] != 22 || words[95] != 33 || common.BytesToHash(words[96:]).Big().Int64() != 1000 {
 		t.Fatalf("reader returned %x", words)
 	}
+	// A cold balanceOf costs five node calls in two round trips: the
+	// access list, then together the token's proof with its slot, its
+	// code, and the sender's (the zero address) proof and code, which
+	// turns out empty: an account first seen has its code asked for with
+	// its proof.
+	cold := &countingSource{ProofSource: rpcSource{a.c}}
+	local(t, verify.NewExecutor(a.chain, cold, verify.ExecutorOptions{}), "eth_call", calls["token balanceOf"], h)
+	if n := cold.calls.Load(); n != 5 {
+		t.Fatalf("cold balanceOf: %d node calls, want 5", n)
+	}
 	// Asked again at the same block, nothing is fetched.
 	before := src.calls.Load()
 	local(t, ex, "eth_call", calls["reader (reads 3 slots, calls the token)"], h)
