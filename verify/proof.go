@@ -85,7 +85,7 @@ func VerifyProof(raw []byte, root common.Hash, address common.Address, slots []c
 	}
 	for i, sp := range p.StorageProof {
 		what := fmt.Sprintf("proof.storageProof[%d]", i)
-		key, err := slotKey(sp.Key)
+		key, err := ParseSlot(sp.Key)
 		if err != nil {
 			return nil, malformed(what+".key", err)
 		}
@@ -180,9 +180,10 @@ func proofDB(nodes []hexutil.Bytes) *memorydb.Database {
 	return db
 }
 
-// slotKey reads a storage key as nodes echo it: hex of at most 32 bytes,
-// with or without leading zeros.
-func slotKey(s string) (common.Hash, error) {
+// ParseSlot reads a storage key as clients send it to eth_getStorageAt
+// and nodes echo it in eth_getProof: hex of at most 32 bytes, with or
+// without leading zeros.
+func ParseSlot(s string) (common.Hash, error) {
 	if len(s) < 3 || s[:2] != "0x" || len(s) > 66 {
 		return common.Hash{}, fmt.Errorf("want 0x and 1 to 64 hex digits, got %q", s)
 	}
