@@ -131,9 +131,10 @@ func (a *anvilChain) head(t testing.TB) *verify.Header {
 
 // nodeAnswer is a node's result or error for a call.
 type nodeAnswer struct {
-	result json.RawMessage
-	code   int
-	data   string
+	result  json.RawMessage
+	code    int
+	message string
+	data    string
 }
 
 func (a *anvilChain) ask(t testing.TB, method string, call map[string]any, h common.Hash) nodeAnswer {
@@ -147,7 +148,7 @@ func (a *anvilChain) ask(t testing.TB, method string, call map[string]any, h com
 	if !errors.As(err, &ec) {
 		t.Fatal(err)
 	}
-	ans := nodeAnswer{code: ec.ErrorCode()}
+	ans := nodeAnswer{code: ec.ErrorCode(), message: err.Error()}
 	var de rpc.DataError
 	if errors.As(err, &de) {
 		ans.data, _ = de.ErrorData().(string)
@@ -173,7 +174,7 @@ func local(t testing.TB, ex *verify.Executor, method string, call map[string]any
 	if !errors.As(err, &ce) {
 		t.Fatalf("%s: %v", method, err)
 	}
-	return nodeAnswer{code: ce.Code, data: ce.Data}
+	return nodeAnswer{code: ce.Code, message: ce.Message, data: ce.Data}
 }
 
 // TestExecutorAgainstAnvil runs calls locally over verified state and
@@ -199,7 +200,7 @@ func TestExecutorAgainstAnvil(t *testing.T) {
 			t.Run(name+"/"+method, func(t *testing.T) {
 				want := a.ask(t, method, call, h.Hash())
 				got := local(t, ex, method, call, h)
-				if string(got.result) != string(want.result) || got.code != want.code || got.data != want.data {
+				if string(got.result) != string(want.result) || got.code != want.code || got.data != want.data || got.message != want.message {
 					t.Fatalf("local %+v (%s)\nnode  %+v (%s)", got, got.result, want, want.result)
 				}
 			})
