@@ -144,7 +144,7 @@ func (e *Executor) Call(ctx context.Context, h *Header, call []byte) ([]byte, er
 	if err != nil {
 		return nil, malformed("call", err)
 	}
-	res, msg, err := e.converge(ctx, h, call, args, 0)
+	res, msg, err := e.converge(ctx, h, e.block(h), call, args, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -171,10 +171,11 @@ func (e *Executor) EstimateGas(ctx context.Context, h *Header, call []byte) ([]b
 		// Fetch what the call touches with all the gas it may have, then
 		// estimate over that state; a run at the estimate must touch
 		// nothing new, or the state grows and the estimate is made again.
-		if _, _, err := e.converge(ctx, h, call, args, 0); err != nil {
+		bs := e.block(h)
+		if _, _, err := e.converge(ctx, h, bs, call, args, 0); err != nil {
 			return nil, err
 		}
-		st, err := e.block(h).open()
+		st, err := bs.open()
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +188,7 @@ func (e *Executor) EstimateGas(ctx context.Context, h *Header, call []byte) ([]b
 			}
 			return nil, &CallError{Code: -32000, Message: err.Error()}
 		}
-		if n, err := e.track(ctx, h, args, est); err != nil {
+		if n, err := e.track(ctx, h, bs, args, est); err != nil {
 			return nil, err
 		} else if n == 0 {
 			return stdjson.Marshal(hexutil.Uint64(est))
@@ -207,10 +208,12 @@ type runResult struct {
 // fetches, with proofs, what the last run touched (and, the first time,
 // what the node's access list names), then runs again. gas, when not 0,
 // overrides the call's gas.
-func (e *Executor) converge(ctx context.Context, h *Header, raw []byte, args *CallArgs, gas uint64) (*runResult, *core.Message, error) {
+// The call keeps using bs even if the executor drops it from its cache
+// meanwhile (a state past CacheSlots).
+func (e *Executor) converge(ctx context.Context, h *Header, bs *blockState, raw []byte, args *CallArgs, gas uint64) (*runResult, *core.Message, error) {
 	askedList := false
 	for range e.opts.MaxRounds {
-		res, msg, need, err := e.runTracked(ctx, h, args, gas)
+		res, msg, need, err := e.runTracked(ctx, h, bs, args, gas)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -222,9 +225,9 @@ func (e *Executor) converge(ctx context.Context, h *Header, raw []byte, args *Ca
 		}
 		if !askedList {
 			askedList = true
-			e.addAccessList(ctx, h, raw, need)
+			e.addAccessList(ctx, h, bs, raw, need)
 		}
-		if err := e.fetch(ctx, h, need); err != nil {
+		if err := e.fetch(ctx, h, bs, need); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -233,21 +236,20 @@ func (e *Executor) converge(ctx context.Context, h *Header, raw []byte, args *Ca
 
 // track runs once, fetches what it touched that was missing and says
 // how much that was: EstimateGas's check of its estimate.
-func (e *Executor) track(ctx context.Context, h *Header, args *CallArgs, gas uint64) (int, error) {
-	_, _, need, err := e.runTracked(ctx, h, args, gas)
+func (e *Executor) track(ctx context.Context, h *Header, bs *blockState, args *CallArgs, gas uint64) (int, error) {
+	_, _, need, err := e.runTracked(ctx, h, bs, args, gas)
 	if err != nil {
 		return 0, err
 	}
 	if len(need) > 0 {
-		if err := e.fetch(ctx, h, need); err != nil {
+		if err := e.fetch(ctx, h, bs, need); err != nil {
 			return 0, err
 		}
 	}
 	return len(need), nil
 }
 
-func (e *Executor) runTracked(ctx context.Context, h *Header, args *CallArgs, gas uint64) (*runResult, *core.Message, map[common.Address][]common.Hash, error) {
-	bs := e.block(h)
+func (e *Executor) runTracked(ctx context.Context, h *Header, bs *blockState, args *CallArgs, gas uint64) (*runResult, *core.Message, map[common.Address][]common.Hash, error) {
 	st, err := bs.open()
 	if err != nil {
 		return nil, nil, nil, err
@@ -295,7 +297,7 @@ func (e *Executor) run(ctx context.Context, h *Header, msg *core.Message, st vm.
 
 // addAccessList adds the node's access list for the call to need. The
 // list is a hint: a wrong one costs rounds, never correctness.
-func (e *Executor) addAccessList(ctx context.Context, h *Header, raw []byte, need map[common.Address][]common.Hash) {
+func (e *Executor) addAccessList(ctx context.Context, h *Header, bs *blockState, raw []byte, need map[common.Address][]common.Hash) {
 	out, err := e.src.CreateAccessList(ctx, raw, h.hash)
 	if err != nil {
 		return
@@ -306,7 +308,6 @@ func (e *Executor) addAccessList(ctx context.Context, h *Header, raw []byte, nee
 	if stdjson.Unmarshal(out, &al) != nil {
 		return
 	}
-	bs := e.block(h)
 	want := make(map[common.Address]map[common.Hash]struct{})
 	for _, t := range al.AccessList {
 		want[t.Address] = make(map[common.Hash]struct{})
@@ -321,7 +322,7 @@ func (e *Executor) addAccessList(ctx context.Context, h *Header, raw []byte, nee
 
 // fetch gets and verifies proofs (and code) for what is needed, one
 // request per account, all at once, and adds them to the block's state.
-func (e *Executor) fetch(ctx context.Context, h *Header, need map[common.Address][]common.Hash) error {
+func (e *Executor) fetch(ctx context.Context, h *Header, bs *blockState, need map[common.Address][]common.Hash) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type got struct {
@@ -357,12 +358,12 @@ func (e *Executor) fetch(ctx context.Context, h *Header, need map[common.Address
 	if first != nil {
 		return first
 	}
-	n, err := e.block(h).add(accs, codes)
+	n, err := bs.add(accs, codes)
 	if err != nil {
 		return err
 	}
 	if n > e.opts.CacheSlots {
-		e.drop(h.hash)
+		e.drop(h.hash, bs) // later calls start afresh; this one keeps bs
 	}
 	return nil
 }
@@ -457,9 +458,12 @@ func (e *Executor) block(h *Header) *blockState {
 	return bs
 }
 
-func (e *Executor) drop(hash common.Hash) {
+func (e *Executor) drop(hash common.Hash, bs *blockState) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.blocks[hash] != bs {
+		return // already replaced
+	}
 	delete(e.blocks, hash)
 	for i, x := range e.order {
 		if x == hash {

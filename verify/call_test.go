@@ -373,3 +373,38 @@ func TestExecutorBlockHashAndConcurrency(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// TestExecutorCacheBounds: past CacheSlots a block's state is dropped
+// (the next call fetches again), and only CacheBlocks blocks are kept.
+func TestExecutorCacheBounds(t *testing.T) {
+	a := startAnvil(t)
+	old := a.head(t)
+	if err := a.c.Call(nil, "evm_mine"); err != nil {
+		t.Fatal(err)
+	}
+	now := a.head(t)
+	call := map[string]any{"to": a.reader}
+	fetches := func(ex *verify.Executor, src *countingSource, h *verify.Header) int64 {
+		before := src.calls.Load()
+		if got := local(t, ex, "eth_call", call, h); got.code != 0 {
+			t.Fatalf("call failed: %+v", got)
+		}
+		return src.calls.Load() - before
+	}
+	src := &countingSource{ProofSource: rpcSource{a.c}}
+	small := verify.NewExecutor(a.chain, src, verify.ExecutorOptions{CacheSlots: 2})
+	fetches(small, src, now)
+	if n := fetches(small, src, now); n == 0 {
+		t.Fatal("a block's state over CacheSlots was kept")
+	}
+	src = &countingSource{ProofSource: rpcSource{a.c}}
+	one := verify.NewExecutor(a.chain, src, verify.ExecutorOptions{CacheBlocks: 1})
+	fetches(one, src, now)
+	if n := fetches(one, src, now); n != 0 {
+		t.Fatalf("%d fetches for a cached block", n)
+	}
+	fetches(one, src, old)
+	if n := fetches(one, src, now); n == 0 {
+		t.Fatal("more blocks kept than CacheBlocks")
+	}
+}
