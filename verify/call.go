@@ -51,6 +51,12 @@ type ExecutorOptions struct {
 	// unknown). Without it, a call that reads a block hash is
 	// ErrUnverifiable.
 	Headers func(hash common.Hash, number uint64) *Header
+	// MaxFetches bounds the accounts fetched at once for one call; 0
+	// means 16.
+	MaxFetches int
+	// MaxAccounts bounds the accounts one round of a call may need; a
+	// call past it is ErrUnverifiable. 0 means 1024.
+	MaxAccounts int
 	// CodeCacheBytes bounds the verified code kept across blocks; 0
 	// means 64 MiB.
 	CodeCacheBytes uint64
@@ -90,6 +96,12 @@ func NewExecutor(chain *Chain, src ProofSource, opts ExecutorOptions) *Executor 
 	}
 	if opts.CacheSlots == 0 {
 		opts.CacheSlots = 1 << 16
+	}
+	if opts.MaxFetches == 0 {
+		opts.MaxFetches = 16
+	}
+	if opts.MaxAccounts == 0 {
+		opts.MaxAccounts = 1024
 	}
 	if opts.CodeCacheBytes == 0 {
 		opts.CodeCacheBytes = 64 << 20
@@ -330,10 +342,21 @@ func (e *Executor) fetch(ctx context.Context, h *Header, bs *blockState, need ma
 		code []byte
 		err  error
 	}
+	if len(need) > e.opts.MaxAccounts {
+		return &UnverifiableError{What: "call", Reason: fmt.Sprintf("it touches %d accounts in one round, over the bound of %d", len(need), e.opts.MaxAccounts)}
+	}
 	results := make(chan got, len(need))
+	slotsFree := make(chan struct{}, e.opts.MaxFetches)
 	for a, slots := range need {
 		slots = dedupe(slots)
 		go func() {
+			select {
+			case slotsFree <- struct{}{}:
+				defer func() { <-slotsFree }()
+			case <-ctx.Done():
+				results <- got{err: ctx.Err()}
+				return
+			}
 			acc, code, err := e.fetchAccount(ctx, h, a, slots)
 			results <- got{acc, code, err}
 		}()

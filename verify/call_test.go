@@ -375,7 +375,9 @@ func TestExecutorBlockHashAndConcurrency(t *testing.T) {
 }
 
 // TestExecutorCacheBounds: past CacheSlots a block's state is dropped
-// (the next call fetches again), and only CacheBlocks blocks are kept.
+// (the next call fetches again), only CacheBlocks blocks are kept, a call
+// needing more than MaxAccounts accounts at once is refused, and one
+// fetch at a time still answers.
 func TestExecutorCacheBounds(t *testing.T) {
 	a := startAnvil(t)
 	old := a.head(t)
@@ -406,5 +408,13 @@ func TestExecutorCacheBounds(t *testing.T) {
 	fetches(one, src, old)
 	if n := fetches(one, src, now); n == 0 {
 		t.Fatal("more blocks kept than CacheBlocks")
+	}
+	raw, _ := json.Marshal(call)
+	if _, err := verify.NewExecutor(a.chain, rpcSource{a.c}, verify.ExecutorOptions{MaxAccounts: 1}).Call(context.Background(), now, raw); !errors.Is(err, verify.ErrUnverifiable) {
+		t.Fatalf("over MaxAccounts: %v", err)
+	}
+	serial := verify.NewExecutor(a.chain, rpcSource{a.c}, verify.ExecutorOptions{MaxFetches: 1})
+	if got, want := local(t, serial, "eth_call", call, now), a.ask(t, "eth_call", call, now.Hash()); string(got.result) != string(want.result) {
+		t.Fatalf("one fetch at a time: %s, node %s", got.result, want.result)
 	}
 }
