@@ -1,0 +1,220 @@
+package verify_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+
+	"github.com/porticohq/portico/verify"
+)
+
+// proofCase is one recorded eth_getProof exchange of the conformance
+// suite: the request's params and geth's answer.
+type proofCase struct {
+	name    string
+	address common.Address
+	slots   []common.Hash
+	result  string
+}
+
+func proofCases(t testing.TB) []proofCase {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(fixtures, "tests", "eth_getProof", "*.io"))
+	if len(files) == 0 {
+		t.Fatal("no eth_getProof fixtures")
+	}
+	var out []proofCase
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := proofCase{name: filepath.Base(f)}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, ">> "):
+				var req struct{ Params []json.RawMessage }
+				if err := json.Unmarshal([]byte(line[3:]), &req); err != nil {
+					t.Fatal(err)
+				}
+				json.Unmarshal(req.Params[0], &c.address)
+				json.Unmarshal(req.Params[1], &c.slots)
+			case strings.HasPrefix(line, "<< "):
+				var resp struct{ Result json.RawMessage }
+				if err := json.Unmarshal([]byte(line[3:]), &resp); err != nil {
+					t.Fatal(err)
+				}
+				c.result = string(resp.Result)
+			}
+		}
+		fh.Close()
+		out = append(out, c)
+	}
+	return out
+}
+
+// TestVerifyProofFixtures checks geth's recorded eth_getProof answers
+// against the state root of the chain file's head (every fixture asks at
+// the head), then flips each hex digit of the answer in turn: every flip
+// in a proof node, a field or a key must fail, and so must the answer
+// against any other block's state root.
+func TestVerifyProofFixtures(t *testing.T) {
+	fc := loadFixture(t)
+	root := fc.head().Root()
+	for _, c := range proofCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			acc, err := verify.VerifyProof([]byte(c.result), root, c.address, c.slots)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !acc.Exists || acc.Balance.Uint64() != 0x76 || acc.CodeHash == types.EmptyCodeHash {
+				t.Fatalf("account %+v", acc)
+			}
+			for _, s := range c.slots {
+				if got, _ := acc.StorageJSON(s); string(got) != `"0x0000000000000000000000000000000000000000000000000000000000000038"` {
+					t.Fatalf("slot %s = %s", s, got)
+				}
+			}
+			flips := 0
+			for i := 0; i < len(c.result); i++ {
+				if !isHexDigit(c.result[i]) || (i > 0 && c.result[i-1] == '0' && c.result[i] == 'x') {
+					continue
+				}
+				bad := []byte(c.result)
+				bad[i] = otherHexDigit(bad[i])
+				if _, err := verify.VerifyProof(bad, root, c.address, c.slots); err == nil {
+					t.Fatalf("flip at %d (%q) verified: ...%s...", i, c.result[i], c.result[max(0, i-20):min(len(c.result), i+20)])
+				}
+				flips++
+			}
+			if flips < 1000 {
+				t.Fatalf("only %d flips", flips)
+			}
+			for _, b := range fc.blocks[:len(fc.blocks)-1] {
+				if b.Root() == root {
+					continue
+				}
+				if _, err := verify.VerifyProof([]byte(c.result), b.Root(), c.address, c.slots); !errors.Is(err, verify.ErrMismatch) {
+					t.Fatalf("verified against block %d's root: %v", b.NumberU64(), err)
+				}
+			}
+		})
+	}
+}
+
+func isHexDigit(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }
+
+func otherHexDigit(c byte) byte {
+	if c == 'f' {
+		return '0'
+	}
+	if c == '9' {
+		return 'a'
+	}
+	return c + 1
+}
+
+// headState is the conformance suite's dump of the state at the head:
+// an account list made by a tool apart from the node under test.
+type headState struct {
+	Root     string
+	Accounts map[string]struct {
+		Balance  string
+		Nonce    json.Number
+		CodeHash common.Hash
+		Storage  map[common.Hash]string
+	}
+}
+
+// TestVerifyProofLive asks a real node for a proof of every account of
+// the head state with all its storage slots, verifies each against the
+// chain file's head root and compares what was proven with the state
+// dump; eth_getCode answers verify against the proven code hashes. An
+// account and a slot that do not exist are proven absent.
+func TestVerifyProofLive(t *testing.T) {
+	fc := loadFixture(t)
+	node := fixtureNode(t)
+	head := fc.head()
+	raw, err := os.ReadFile(filepath.Join(fixtures, "headstate.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hs headState
+	if err := json.Unmarshal(raw, &hs); err != nil {
+		t.Fatal(err)
+	}
+	if common.HexToHash(hs.Root) != head.Root() {
+		t.Fatalf("state dump root %s, head root %s", hs.Root, head.Root())
+	}
+	slotsSeen := 0
+	for addrHex, want := range hs.Accounts {
+		addr := common.HexToAddress(addrHex)
+		slots := []common.Hash{}
+		for s := range want.Storage {
+			slots = append(slots, s)
+		}
+		answer := call(t, node, "eth_getProof", addr, slots, head.Hash())
+		acc, err := verify.VerifyProof(answer, head.Root(), addr, slots)
+		if err != nil {
+			t.Fatalf("%s: %v", addr, err)
+		}
+		if acc.Balance.Dec() != want.Balance || want.Nonce.String() != fmtUint(acc.Nonce) || acc.CodeHash != want.CodeHash {
+			t.Fatalf("%s: proven %+v, dump %+v", addr, acc, want)
+		}
+		for s, v := range want.Storage {
+			if acc.Storage[s] != common.HexToHash(v) {
+				t.Fatalf("%s slot %s: proven %s, dump %s", addr, s, acc.Storage[s], v)
+			}
+			slotsSeen++
+		}
+		code, err := verify.VerifyCode(call(t, node, "eth_getCode", addr, head.Hash()), acc)
+		if err != nil {
+			t.Fatalf("%s code: %v", addr, err)
+		}
+		if acc.CodeHash != types.EmptyCodeHash && len(code) == 0 {
+			t.Fatalf("%s: no code", addr)
+		}
+	}
+	if slotsSeen < 30 {
+		t.Fatalf("only %d slots", slotsSeen)
+	}
+
+	nobody := common.HexToAddress("0xc1cadaffffffffffffffffffffffffffffffffff")
+	slot := common.HexToHash("0x0100000000000000000000000000000000000000000000000000000000000000")
+	acc, err := verify.VerifyProof(call(t, node, "eth_getProof", nobody, []common.Hash{slot}, head.Hash()), head.Root(), nobody, []common.Hash{slot})
+	if err != nil || acc.Exists {
+		t.Fatalf("absent account: %+v %v", acc, err)
+	}
+	if got, _ := acc.StorageJSON(slot); string(got) != `"0x0000000000000000000000000000000000000000000000000000000000000000"` {
+		t.Fatalf("absent slot %s", got)
+	}
+	if got := string(acc.BalanceJSON()); got != `"0x0"` {
+		t.Fatalf("balance %s", got)
+	}
+	// Code that is not the account's is caught.
+	someone := common.HexToAddress("0x7dcd17433742f4c0ca53122ab541d0ba67fc27df")
+	acc, err = verify.VerifyProof(call(t, node, "eth_getProof", someone, []common.Hash{}, head.Hash()), head.Root(), someone, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verify.VerifyCode([]byte(`"0x6001"`), acc); !errors.Is(err, verify.ErrMismatch) {
+		t.Fatalf("wrong code: %v", err)
+	}
+	// A member no proof covers is refused.
+	bad := edit(t, string(call(t, node, "eth_getProof", someone, []common.Hash{}, head.Hash())), func(m map[string]any) { m["extra"] = "0x1" })
+	if _, err := verify.VerifyProof(bad, head.Root(), someone, nil); !errors.Is(err, verify.ErrUnverifiable) {
+		t.Fatalf("extra member: %v", err)
+	}
+}
+
+func fmtUint(n uint64) string { return json.Number(strconvU(n)).String() }
