@@ -126,15 +126,18 @@ var errNoHeadHook = &portico.UpstreamError{Err: portico.ErrUpstreamUnavailable}
 const maxFill = 128
 
 // seqHeads keeps a heads stream by number in order (the slot chain's
-// slots): a head seen before is dropped, heads missed are filled in.
-// result is nil for a polled head, whose results are all made.
+// slots): a head seen before is dropped. result is nil for a polled head
+// (nodes that speak HTTP only), whose results are made, the heads between
+// polls too. A gap between two notifications of the node is not filled:
+// on the slot chain it is a skipped slot, which has no notification, and
+// a made-up one would carry a root older than the node's last.
 func (t *topic) seqHeads(method string, result jsontext.Value, n uint64) {
 	hs := &t.heads
 	if hs.seqSeen && n <= hs.seqLast {
 		return // a head the clients have
 	}
 	from := n
-	if hs.seqSeen && n-hs.seqLast <= maxFill {
+	if result == nil && hs.seqSeen && n-hs.seqLast <= maxFill {
 		from = hs.seqLast + 1
 	}
 	for m := from; m <= n; m++ {

@@ -35,8 +35,17 @@ func TestSubscriptionsSolana(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer slots.Unsubscribe()
-	var prev uint64
-	for i := range 5 {
+	roots, err := wc.RootSubscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer roots.Unsubscribe()
+	// Slots keep their meaning across the devnet's skipped slots: each
+	// comes once, after the one before, its parent before it (a skipped
+	// slot in between leaves a gap), its root never going back; and roots
+	// never go back.
+	var prev, prevRoot uint64
+	for i := range 40 {
 		got, err := slots.Recv(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -44,7 +53,21 @@ func TestSubscriptionsSolana(t *testing.T) {
 		if i > 0 && got.Slot <= prev {
 			t.Fatalf("slot %d after %d", got.Slot, prev)
 		}
-		prev = got.Slot
+		if got.Parent >= got.Slot || got.Root > got.Slot || got.Root < prevRoot {
+			t.Fatalf("slot %d: parent %d, root %d (root before %d)", got.Slot, got.Parent, got.Root, prevRoot)
+		}
+		prev, prevRoot = got.Slot, got.Root
+	}
+	var prevR uint64
+	for i := range 5 {
+		r, err := roots.Recv(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && uint64(*r) <= prevR {
+			t.Fatalf("root %d after %d", *r, prevR)
+		}
+		prevR = uint64(*r)
 	}
 
 	payer, _ := solana.NewRandomPrivateKey()
