@@ -141,4 +141,3 @@ func TestCacheReorgInFlight(t *testing.T) {
 		}
 	})
 }
-
