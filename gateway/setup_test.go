@@ -209,7 +209,7 @@ type server struct {
 
 // startServer serves h with the gateway's server settings and its
 // connection-limiting listener.
-func startServer(t *testing.T, gw *gateway.Gateway, h fasthttp.RequestHandler) *server {
+func startServer(t testing.TB, gw *gateway.Gateway, h fasthttp.RequestHandler) *server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

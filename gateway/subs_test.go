@@ -38,13 +38,14 @@ type fakeChain struct {
 	waiters []chan uint64
 	stop    chan struct{}
 	halted  sync.Once
+	gen     map[uint64]uint64 // a block's branch: a reorg gives it another hash
 }
 
 // halt stops the chain from growing.
 func (c *fakeChain) halt() { c.halted.Do(func() { close(c.stop) }) }
 
-func newFakeChain(t *testing.T, period time.Duration, pad int) *fakeChain {
-	c := &fakeChain{head: 100, pad: strings.Repeat("0", pad), stop: make(chan struct{})}
+func newFakeChain(t testing.TB, period time.Duration, pad int) *fakeChain {
+	c := &fakeChain{head: 100, pad: strings.Repeat("0", pad), stop: make(chan struct{}), gen: map[uint64]uint64{}}
 	go func() {
 		tick := time.NewTicker(period)
 		defer tick.Stop()
@@ -78,7 +79,40 @@ func (c *fakeChain) next() <-chan uint64 {
 }
 
 func (c *fakeChain) header(n uint64) string {
-	return fmt.Sprintf(`{"number":"0x%x","hash":"0x%064x","parentHash":"0x%064x","extraData":"0x%s"}`, n, n, n-1, c.pad)
+	return fmt.Sprintf(`{"number":"0x%x","hash":"%s","parentHash":"%s","extraData":"0x%s"}`, n, c.hash(n), c.hash(n-1), c.pad)
+}
+
+// hash is block n's hash on the chain's current branch.
+func (c *fakeChain) hash(n uint64) string {
+	c.mu.Lock()
+	g := c.gen[n]
+	c.mu.Unlock()
+	return fmt.Sprintf("0x%064x", n|g<<48)
+}
+
+// number finds the block of a hash on the current branch.
+func (c *fakeChain) number(hash string) (uint64, bool) {
+	var v uint64
+	if _, err := fmt.Sscanf(hash, "0x%x", &v); err != nil {
+		return 0, false
+	}
+	n := v & (1<<48 - 1)
+	return n, c.hash(n) == hash
+}
+
+// reorg gives the newest depth blocks new hashes and sends the new head
+// to the subscribers, as a node that switched branch does.
+func (c *fakeChain) reorg(depth uint64) {
+	c.mu.Lock()
+	for n := c.head - depth + 1; n <= c.head; n++ {
+		c.gen[n]++
+	}
+	h, ws := c.head, c.waiters
+	c.waiters = nil
+	c.mu.Unlock()
+	for _, w := range ws {
+		w <- h
+	}
 }
 
 // fakeWSNode is an EVM node over WebSocket in front of a fakeChain: it
@@ -91,7 +125,7 @@ type fakeWSNode struct {
 	hs    *httptest.Server
 }
 
-func newFakeWSNode(t *testing.T, chain *fakeChain) *fakeWSNode {
+func newFakeWSNode(t testing.TB, chain *fakeChain) *fakeWSNode {
 	n := &fakeWSNode{chain: chain}
 	n.srv = jsonrpc.NewServer(jsonrpc.HandlerFunc(n.serve), jsonrpc.ServerOptions{})
 	n.hs = httptest.NewServer(n.srv)
@@ -118,18 +152,24 @@ func (n *fakeWSNode) serve(ctx context.Context, method string, params jsontext.V
 		var p []string
 		json.Unmarshal(params, &p, json.RejectUnknownMembers(false))
 		b := head
-		if len(p) > 0 && strings.HasPrefix(p[0], "0x") {
+		switch {
+		case len(p) == 0:
+		case strings.HasPrefix(p[0], "0x"):
 			b, _ = strconv.ParseUint(p[0][2:], 16, 64)
+		case p[0] == "safe":
+			b = head - 32 // as on mainnet: a reorg of the newest blocks is not below them
+		case p[0] == "finalized":
+			b = head - 64
 		}
 		return jsontext.Value(n.chain.header(b)), nil
 	case "eth_getBlockByHash":
 		var p []string
 		json.Unmarshal(params, &p, json.RejectUnknownMembers(false))
-		var b uint64
-		if len(p) > 0 {
-			fmt.Sscanf(p[0], "0x%x", &b)
+		if len(p) == 0 {
+			return jsontext.Value("null"), nil
 		}
-		if b > head {
+		b, ok := n.chain.number(p[0])
+		if !ok || b > head {
 			return jsontext.Value("null"), nil
 		}
 		return jsontext.Value(n.chain.header(b)), nil
@@ -160,12 +200,12 @@ func (n *fakeWSNode) serve(ctx context.Context, method string, params jsontext.V
 }
 
 // subsEnv is a gateway in front of fake WebSocket nodes.
-func subsEnv(t *testing.T, limits func(*gateway.Limits), nodes ...*fakeWSNode) (*gateway.Gateway, string) {
+func subsEnv(t testing.TB, limits func(*gateway.Limits), nodes ...*fakeWSNode) (*gateway.Gateway, string) {
 	return subsEnvMetered(t, limits, nil, nil, nodes...)
 }
 
 // subsEnvMetered is subsEnv with a meter and the keys it knows.
-func subsEnvMetered(t *testing.T, limits func(*gateway.Limits), keys gateway.Authenticator, meter gateway.Meter, nodes ...*fakeWSNode) (*gateway.Gateway, string) {
+func subsEnvMetered(t testing.TB, limits func(*gateway.Limits), keys gateway.Authenticator, meter gateway.Meter, nodes ...*fakeWSNode) (*gateway.Gateway, string) {
 	t.Helper()
 	var members []upstream.Member
 	for i, n := range nodes {
@@ -202,7 +242,7 @@ func subsEnvMetered(t *testing.T, limits func(*gateway.Limits), keys gateway.Aut
 }
 
 // subscribeHeads opens a client that subscribes to newHeads.
-func subscribeHeads(t *testing.T, url string) *websocket.Conn {
+func subscribeHeads(t testing.TB, url string) *websocket.Conn {
 	t.Helper()
 	c, _, err := websocket.Dial(context.Background(), url, nil)
 	if err != nil {

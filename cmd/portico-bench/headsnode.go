@@ -49,6 +49,7 @@ type headsNode struct {
 
 	mu      sync.Mutex
 	blocks  map[uint64][]byte // header JSON (geth's newHeads result) by number
+	byHash  map[common.Hash]uint64
 	last    *types.Header
 	paused  bool
 	subs    map[*headsSub]struct{}
@@ -70,7 +71,7 @@ type headsSub struct {
 }
 
 func newHeadsNode(interval time.Duration) *headsNode {
-	n := &headsNode{interval: interval, blocks: map[uint64][]byte{}, subs: map[*headsSub]struct{}{}, resumed: make(chan struct{}, 1)}
+	n := &headsNode{interval: interval, blocks: map[uint64][]byte{}, byHash: map[common.Hash]uint64{}, subs: map[*headsSub]struct{}{}, resumed: make(chan struct{}, 1)}
 	// The blocks before the first head, 12 s apart as on mainnet.
 	now := uint64(time.Now().Unix())
 	for b := uint64(headsStart - headsBack); b <= headsStart; b++ {
@@ -90,6 +91,7 @@ func (n *headsNode) add(b, at uint64) []byte {
 		panic(err) // a header always marshals
 	}
 	n.blocks[b], n.last = js, h
+	n.byHash[h.Hash()] = b
 	return js
 }
 
@@ -274,6 +276,17 @@ func (n *headsNode) result(req fakeRequest) []byte {
 	switch req.Method {
 	case "eth_blockNumber":
 		return []byte(`"0x` + strconv.FormatUint(head, 16) + `"`)
+	case "eth_getBlockByHash":
+		var hash common.Hash
+		if len(req.Params) > 0 {
+			json.Unmarshal(req.Params[0], &hash)
+		}
+		b, ok := n.byHash[hash]
+		if !ok {
+			return []byte("null")
+		}
+		js := n.blocks[b]
+		return append(append([]byte(nil), js[:len(js)-1]...), `,"size":"0x2a5","transactions":[],"uncles":[],"withdrawals":[]}`...)
 	case "eth_getBlockByNumber":
 		var tag string
 		if len(req.Params) > 0 {
