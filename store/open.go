@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/porticohq/portico/internal/sqldb"
+	"github.com/porticohq/portico/sqldb"
 )
 
 // OpenSQLite opens (creating it if needed) the SQLite store at path and

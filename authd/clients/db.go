@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/porticohq/portico/internal/sqldb"
+	"github.com/porticohq/portico/sqldb"
 )
 
 // DB is the registry in SQLite or PostgreSQL (table auth_clients, schema

@@ -24,7 +24,7 @@ import (
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
-	"github.com/porticohq/portico/internal/sqldb"
+	"github.com/porticohq/portico/sqldb"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/network"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/porticohq/portico/internal/sqldb"
+	"github.com/porticohq/portico/sqldb"
 	"github.com/porticohq/portico/internal/testsvc"
 )
 
