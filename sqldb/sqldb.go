@@ -1,23 +1,19 @@
 // Package sqldb opens Portico's SQL databases, SQLite (the pure-Go
 // modernc.org/sqlite driver) and PostgreSQL (pgx), and migrates their
-// schemas. The key store, the auth session server and the key network
-// nodes keep their state through it, so all three open, lock and migrate
-// the same way.
+// schemas: Open is the one way in. The key store, the auth server's client
+// registry and session records, and the key network nodes keep their state
+// through it, so all four open, make private, lock and migrate the same way
+// and each package keeps only its own migrations.
 package sqldb
 
 import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
 )
 
 // Dialect holds what differs between the two backends.
@@ -69,119 +65,6 @@ func IsUnique(err error) bool {
 	}
 	msg := err.Error()
 	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "PRIMARY KEY")
-}
-
-// SQLiteOptions tune OpenSQLite.
-type SQLiteOptions struct {
-	// ForeignKeys turns foreign key enforcement on.
-	ForeignKeys bool
-	// FullSync makes every commit durable across power loss
-	// (synchronous=FULL); the default, NORMAL, is durable across a crash
-	// of the process.
-	FullSync bool
-}
-
-// OpenSQLite opens (creating it if needed) the SQLite database at path, in
-// WAL mode with a busy timeout and immediate write transactions, so several
-// processes can share the file. The file and its directory are made
-// private first (MakePrivate: 0600 and 0700, whatever they were). An empty
-// path opens a private in-memory database, gone when it is closed.
-func OpenSQLite(path string, o SQLiteOptions) (*sql.DB, error) {
-	if path != "" {
-		if err := MakePrivate(path); err != nil {
-			return nil, err
-		}
-	}
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
-	if o.ForeignKeys {
-		q.Add("_pragma", "foreign_keys(1)")
-	}
-	q.Set("_txlock", "immediate")
-	dsn := "file::memory:?" + q.Encode()
-	if path != "" {
-		q.Add("_pragma", "journal_mode(WAL)")
-		if o.FullSync {
-			q.Add("_pragma", "synchronous(FULL)")
-		} else {
-			q.Add("_pragma", "synchronous(NORMAL)")
-		}
-		dsn = "file:" + path + "?" + q.Encode()
-	}
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite: %w", err)
-	}
-	if path == "" {
-		// Every connection to :memory: is a database of its own: keep one.
-		db.SetMaxOpenConns(1)
-	}
-	return db, nil
-}
-
-// OpenPostgres opens the PostgreSQL database at dsn (a postgres:// URL or
-// a key=value string, as pgx reads it) with a bounded pool.
-func OpenPostgres(dsn string) (*sql.DB, error) {
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open postgres: %w", err)
-	}
-	db.SetMaxOpenConns(16)
-	db.SetConnMaxIdleTime(5 * time.Minute)
-	return db, nil
-}
-
-// Schema is one package's migrations.
-type Schema struct {
-	// Table records the applied versions (version, applied_at).
-	Table string
-	// LockID is the PostgreSQL advisory lock that serializes concurrent
-	// migrations of this schema; any number fixed for the schema.
-	LockID int64
-	// Steps are the migrations; version v is Steps[v-1]. A step may hold
-	// several statements separated by ";\n".
-	Steps []string
-}
-
-// Migrate brings the schema up to date in one transaction. Concurrent
-// starts are safe: on PostgreSQL the advisory lock serializes them, on
-// SQLite the immediate transaction does. A database newer than Steps is an
-// error. now stamps the applied versions.
-func Migrate(ctx context.Context, db *sql.DB, d Dialect, s Schema, now time.Time) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	if d.Name == "postgres" {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, s.LockID); err != nil {
-			return fmt.Errorf("migrate: lock: %w", err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+s.Table+` (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	var have sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM `+s.Table).Scan(&have); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	if int(have.Int64) > len(s.Steps) {
-		return fmt.Errorf("schema version %d is newer than this portico (%d): upgrade portico", have.Int64, len(s.Steps))
-	}
-	for v := int(have.Int64) + 1; v <= len(s.Steps); v++ {
-		for _, stmt := range strings.Split(s.Steps[v-1], ";\n") {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("migration %d: %w", v, err)
-			}
-		}
-		if _, err := tx.ExecContext(ctx, d.Rebind(`INSERT INTO `+s.Table+` (version, applied_at) VALUES (?, ?)`), v, now.UnixMilli()); err != nil {
-			return fmt.Errorf("migration %d: %w", v, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	return nil
 }
 
 // Version returns the schema version recorded in table.
