@@ -1,8 +1,9 @@
 // Package portico holds the domain types shared by Portico's pieces: the rows
 // of a chain family's method table, what a params rule learns from a call,
-// and the gateway's own errors and their codes. Subpackages implement the
-// pieces (API key identities live in apikey); cmd/portico wires them
-// together.
+// the limits clients are held to (Limits, which the config file decodes
+// into and the gateway runs with), and the gateway's own errors and their
+// codes. Subpackages implement the pieces (API key identities live in
+// apikey); cmd/portico wires them together.
 package portico
 
 import (
