@@ -255,6 +255,8 @@ type Chain struct {
 	// PollInterval is how often heads are asked for by default.
 	PollInterval time.Duration
 	// MaxLag is how far behind the best head a node may be (in blocks or
-	// slots) and still get calls about the newest blocks, by default.
+	// slots) and still get calls about the newest blocks, by default (a
+	// network's max_lag of 0 takes it). 0 declares no bound: no node
+	// counts as lagging.
 	MaxLag uint64
 }
