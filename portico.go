@@ -1,8 +1,9 @@
 // Package portico holds the domain types shared by Portico's pieces: the rows
 // of a chain family's method table, what a params rule learns from a call,
-// and the gateway's own errors and their codes. Subpackages implement the
-// pieces (API key identities live in apikey); cmd/portico wires them
-// together.
+// the limits clients are held to (Limits, which the config file decodes
+// into and the gateway runs with), and the gateway's own errors and their
+// codes. Subpackages implement the pieces (API key identities live in
+// apikey); cmd/portico wires them together.
 package portico
 
 import (
@@ -254,6 +255,8 @@ type Chain struct {
 	// PollInterval is how often heads are asked for by default.
 	PollInterval time.Duration
 	// MaxLag is how far behind the best head a node may be (in blocks or
-	// slots) and still get calls about the newest blocks, by default.
+	// slots) and still get calls about the newest blocks, by default (a
+	// network's max_lag of 0 takes it). 0 declares no bound: no node
+	// counts as lagging.
 	MaxLag uint64
 }

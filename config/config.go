@@ -38,8 +38,9 @@ type Config struct {
 	Metering Metering `yaml:"metering"`
 	// Admin is the admin HTTP API.
 	Admin Admin `yaml:"admin"`
-	// Limits bound what one client can send.
-	Limits Limits `yaml:"limits"`
+	// Limits bound what clients can make Portico do. The gateway runs
+	// with this very value (portico.Limits is the one model of them).
+	Limits portico.Limits `yaml:"limits"`
 	// Cache bounds the cache of immutable results.
 	Cache Cache `yaml:"cache"`
 	// Networks are the networks served; none means one built-in network
@@ -125,58 +126,6 @@ type Admin struct {
 	// Token is the bearer token of the admin API, usually
 	// ${PORTICO_ADMIN_TOKEN}. Empty turns the API off.
 	Token string `yaml:"token"`
-}
-
-// Limits bound requests and connections. Every limit has a clear error
-// when exceeded (docs/errors.md).
-type Limits struct {
-	MaxBodyBytes int64 `yaml:"max_body_bytes"`
-	MaxBatch     int   `yaml:"max_batch"`
-	// MaxBatchResponseBytes bounds the results of one batch together; the
-	// calls whose results do not fit get an error of their own.
-	MaxBatchResponseBytes int64 `yaml:"max_batch_response_bytes"`
-	// MaxResultBytes bounds one node answer's result; a larger one is
-	// refused while it is read (-32056). The default, 64 MiB, is several
-	// times the largest answers of ordinary calls (a full block with its
-	// transactions, a provider-capped eth_getLogs, a Solana getBlock: a
-	// few MB to ~20 MB), and above the batch bound (25 MiB) since a
-	// single call may rightly be larger than a batch's share; yet a
-	// quarter of a key's memory budget (key_memory_bytes, 256 MiB), so
-	// one key can have four such answers read at once, and no more.
-	// Whole-block traces (debug_trace*) can pass it: networks that serve
-	// them need more.
-	MaxResultBytes    int64 `yaml:"max_result_bytes"`
-	MaxWSMessageBytes int64 `yaml:"max_ws_message_bytes"`
-	MaxConnections    int   `yaml:"max_connections"`
-	// MaxConnectionsPerIP bounds the connections of one client address, so
-	// that one client cannot take every slot; 0 means no such bound (behind
-	// a load balancer that hides client addresses).
-	MaxConnectionsPerIP int `yaml:"max_connections_per_ip"`
-	MaxWSConnections    int `yaml:"max_ws_connections"`
-	// MaxWSConnectionsPerKey bounds the WebSocket connections of one API
-	// key; 0 means no such bound.
-	MaxWSConnectionsPerKey int `yaml:"max_ws_connections_per_key"`
-	// MaxSubscriptionsPerConnection and MaxSubscriptionsPerKey bound the
-	// subscriptions of one WebSocket and of one key over all of them.
-	MaxSubscriptionsPerConnection int `yaml:"max_subscriptions_per_connection"`
-	MaxSubscriptionsPerKey        int `yaml:"max_subscriptions_per_key"`
-	// MaxNotificationQueue bounds the notifications waiting for a client
-	// that does not read them; beyond it the client is disconnected.
-	MaxNotificationQueue int `yaml:"max_notification_queue"`
-	// MemoryBytes bounds what clients and nodes can make the process hold
-	// (answers and notifications waiting to be written, batches being
-	// assembled, node answers being read); 0 means an eighth of the
-	// machine's (or the container's) memory. KeyMemoryBytes bounds it for
-	// one key over all its connections and requests, and
-	// ConnectionMemoryBytes for one WebSocket connection; 0 means no bound
-	// of that kind.
-	MemoryBytes           int64         `yaml:"memory_bytes"`
-	KeyMemoryBytes        int64         `yaml:"key_memory_bytes"`
-	ConnectionMemoryBytes int64         `yaml:"connection_memory_bytes"`
-	ReadTimeout           time.Duration `yaml:"read_timeout"`
-	WriteTimeout          time.Duration `yaml:"write_timeout"`
-	IdleTimeout           time.Duration `yaml:"idle_timeout"`
-	WSIdleTimeout         time.Duration `yaml:"ws_idle_timeout"`
 }
 
 // Cache configures the cache of answers, which follows each family's
@@ -319,27 +268,8 @@ const DefaultListen = "127.0.0.1:8700"
 // families), which the caller fills in.
 func DefaultConfig() Config {
 	return Config{
-		Listen: DefaultListen,
-		Limits: Limits{
-			MaxBodyBytes:                  5 << 20,
-			MaxBatch:                      100,
-			MaxBatchResponseBytes:         25 << 20,
-			MaxResultBytes:                64 << 20,
-			MaxWSMessageBytes:             5 << 20,
-			MaxConnections:                4096,
-			MaxConnectionsPerIP:           512,
-			MaxWSConnections:              1024,
-			MaxWSConnectionsPerKey:        256,
-			MaxSubscriptionsPerConnection: 100,
-			MaxSubscriptionsPerKey:        1000,
-			MaxNotificationQueue:          1024,
-			KeyMemoryBytes:                256 << 20,
-			ConnectionMemoryBytes:         128 << 20,
-			ReadTimeout:                   30 * time.Second,
-			WriteTimeout:                  60 * time.Second,
-			IdleTimeout:                   120 * time.Second,
-			WSIdleTimeout:                 10 * time.Minute,
-		},
+		Listen:   DefaultListen,
+		Limits:   portico.DefaultLimits(),
 		Cache:    Cache{MaxBytes: 64 << 20, RedisPrefix: "portico:cache:", RedisTTL: 24 * time.Hour, RedisMaxEntryBytes: 1 << 20},
 		Log:      Log{Level: "info", Format: "text", AccessSample: 1},
 		Store:    Store{KeyCacheTTL: 5 * time.Second},

@@ -14,12 +14,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/coder/websocket"
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/membudget"
@@ -62,37 +62,10 @@ type Network struct {
 	Served *network.Network
 }
 
-// Limits bound what clients can send; see config.Limits.
-type Limits struct {
-	// MaxSubscriptionsPerConnection and MaxSubscriptionsPerKey bound the
-	// subscriptions of one WebSocket and of one key over all of them.
-	MaxSubscriptionsPerConnection int
-	MaxSubscriptionsPerKey        int
-	// MaxNotificationQueue bounds the notifications waiting for a client
-	// that does not read; beyond it the client is disconnected.
-	MaxNotificationQueue   int
-	MaxBodyBytes           int64
-	MaxBatch               int
-	MaxBatchResponseBytes  int64
-	MaxWSMessageBytes      int64
-	MaxConnections         int
-	MaxConnectionsPerIP    int // 0: no bound
-	MaxWSConnections       int
-	MaxWSConnectionsPerKey int // 0: no bound
-	ReadTimeout            time.Duration
-	WriteTimeout           time.Duration
-	IdleTimeout            time.Duration
-	WSIdleTimeout          time.Duration
-	// MemoryBytes bounds what clients and nodes can make the process hold
-	// (answers and notifications queued, batches being assembled, node
-	// answers being read); 0 means membudget.DefaultProcessLimit.
-	// KeyMemoryBytes bounds it per key over all the key's connections and
-	// requests, ConnectionMemoryBytes per WebSocket connection; 0 means no
-	// bound of that kind (the process's still holds).
-	MemoryBytes           int64
-	KeyMemoryBytes        int64
-	ConnectionMemoryBytes int64
-}
+// Limits are the limits the gateway holds clients to: portico.Limits,
+// the one model that the config file decodes into, under the name the
+// gateway's callers and tests already use.
+type Limits = portico.Limits
 
 // Config holds what a Gateway needs. Keys, Networks and Limits are required.
 type Config struct {

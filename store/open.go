@@ -2,11 +2,10 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
-	"github.com/porticohq/portico/internal/sqldb"
+	"github.com/porticohq/portico/sqldb"
 )
 
 // OpenSQLite opens (creating it if needed) the SQLite store at path and
@@ -14,32 +13,29 @@ import (
 // is closed. The file is in WAL mode with a busy timeout, so `portico keys`
 // can write to it while `portico serve` runs.
 func OpenSQLite(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	db, err := sqldb.OpenSQLite(path, sqldb.SQLiteOptions{ForeignKeys: true})
-	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	return open(ctx, db, sqldb.SQLite(), opts)
+	return open(ctx, sqldb.SQLiteFile(path, sqldb.SQLiteOptions{ForeignKeys: true}), opts)
 }
 
 // OpenPostgres opens the PostgreSQL store at dsn (a postgres:// URL or a
 // key=value string, as pgx reads it) and migrates it.
 func OpenPostgres(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	db, err := sqldb.OpenPostgres(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	return open(ctx, db, sqldb.Postgres(), opts)
+	return open(ctx, sqldb.PostgresDSN(dsn, 0), opts)
 }
 
-func open(ctx context.Context, db *sql.DB, d sqldb.Dialect, opts []Option) (*Store, error) {
-	s := &Store{db: db, dialect: d, now: time.Now}
+// open opens src through sqldb.Open (concurrent starts are safe on both
+// backends) with the store's migrations.
+func open(ctx context.Context, src sqldb.Source, opts []Option) (*Store, error) {
+	s := &Store{dialect: src.Dialect(), now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
-	if err := s.migrate(ctx); err != nil {
-		_ = db.Close()
-		return nil, err
+	// The lock id is any number shared by all instances: "portico" in ASCII.
+	schema := sqldb.Schema{Table: "schema_migrations", LockID: 31647734761612143, Steps: sqldb.SQL(migrations(s.dialect)...)}
+	db, err := sqldb.Open(ctx, src, schema, s.now())
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
 	}
+	s.db = db
 	return s, nil
 }
 
@@ -75,17 +71,6 @@ func migrations(d sqldb.Dialect) []string {
 			updated_at BIGINT NOT NULL
 		)`,
 	}
-}
-
-// migrate brings the schema up to date (sqldb.Migrate: concurrent starts
-// are safe on both backends).
-func (s *Store) migrate(ctx context.Context) error {
-	// The lock id is any number shared by all instances: "portico" in ASCII.
-	schema := sqldb.Schema{Table: "schema_migrations", LockID: 31647734761612143, Steps: migrations(s.dialect)}
-	if err := sqldb.Migrate(ctx, s.db, s.dialect, schema, s.now()); err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	return nil
 }
 
 // Version returns the schema version.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/porticohq/portico/apikey"
-	"github.com/porticohq/portico/internal/sqldb"
+	"github.com/porticohq/portico/sqldb"
 )
 
 // Errors returned by the store.

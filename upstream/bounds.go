@@ -38,7 +38,7 @@ type Limits struct {
 
 // DefaultMaxResponseBytes bounds one call's result when neither the call
 // nor the node's Options says otherwise; limits.max_result_bytes has the
-// same default (see the README's configuration).
+// same default (portico.DefaultLimits; TestDefaultResultBoundIsTheConfigs).
 const DefaultMaxResponseBytes = 64 << 20
 
 // envelopeSlack is how much larger than the result bound an answer's body

@@ -276,3 +276,12 @@ func TestResultBoundInProcess(t *testing.T) {
 		t.Errorf("allocated %d bytes and took %d for a bound of %d", alloc, wrote.Load(), 8*mib)
 	}
 }
+
+// A node with no options bounds results as the config's default does
+// (limits.max_result_bytes), so a pool built without the config agrees
+// with one built from it.
+func TestDefaultResultBoundIsTheConfigs(t *testing.T) {
+	if got, want := int64(upstream.DefaultMaxResponseBytes), portico.DefaultLimits().MaxResultBytes; got != want {
+		t.Fatalf("upstream.DefaultMaxResponseBytes = %d, portico.DefaultLimits().MaxResultBytes = %d", got, want)
+	}
+}

@@ -167,7 +167,7 @@ type NodeState struct {
 	HeadsAge time.Duration `json:"headsAgeNs"`
 	// Lag is how many blocks the node is behind the network's best head.
 	Lag uint64 `json:"lag"`
-	// Lagging reports a lag beyond the network's max_lag.
+	// Lagging reports a lag beyond the network's max_lag (beyondLag).
 	Lagging bool `json:"lagging"`
 	// Chain is what the node says names its chain; WrongChain reports that
 	// it is not the network's, which excludes the node.
@@ -205,7 +205,13 @@ func (m *member) snapshot(now time.Time, best, maxLag uint64) NodeState {
 		if best > m.heads.Latest {
 			s.Lag = best - m.heads.Latest
 		}
-		s.Lagging = s.Lag > maxLag
+		s.Lagging = beyondLag(s.Lag, maxLag)
 	}
 	return s
 }
+
+// beyondLag is the one lag rule, of routing (Pool.order) and of the nodes'
+// states alike: a node lag blocks behind the best head is lagging when lag
+// passes maxLag. A maxLag of 0 bounds nothing: the config's 0 already took
+// the family's default, so 0 here is a family that declares no bound.
+func beyondLag(lag, maxLag uint64) bool { return maxLag > 0 && lag > maxLag }

@@ -42,7 +42,8 @@ type PoolConfig struct {
 	// default.
 	PollInterval time.Duration
 	// MaxLag is how far behind the best head a node may be and still get
-	// calls about the newest blocks; 0 means the family's default.
+	// calls about the newest blocks; 0 means the family's default, and
+	// when that is 0 too no node counts as lagging.
 	MaxLag uint64
 	// ViewDepth is how many headers the network's chain view keeps (back
 	// to the finalized block, at most this many); 0 means 256.
@@ -392,7 +393,7 @@ func (p *Pool) order(req Request) []*member {
 		if !at.IsZero() && best > h.Latest {
 			lag = best - h.Latest
 		}
-		lagging := lag > p.maxLag && p.maxLag > 0
+		lagging := beyondLag(lag, p.maxLag)
 		hasBlock := req.Block.Kind != portico.BlockNumber || at.IsZero() || h.Latest >= req.Block.Number
 		r := ranked{m: m, lag: lag}
 		switch {

@@ -175,6 +175,24 @@ func TestLagAwareRouting(t *testing.T) {
 	}
 }
 
+// TestNoLagBound: a max_lag of 0 after defaults (a network that sets none
+// on a family that declares none) bounds nothing, in routing and in the
+// nodes' states alike: the node behind is neither passed over nor shown
+// as lagging.
+func TestNoLagBound(t *testing.T) {
+	behind, fresh := newFakeNode(t, "behind", "main", 90), newFakeNode(t, "fresh", "main", 100)
+	p := newFakePoolWith(t, nil, func(c *upstream.PoolConfig) {
+		c.Hedge.Disabled = true
+		c.Chain.MaxLag, c.MaxLag = 0, 0
+	}, behind, fresh)
+	if got := ask(t, p, upstream.Request{Method: "x", Block: portico.Block{Kind: portico.BlockTag, Tag: "latest"}}); got != "behind" {
+		t.Errorf("latest went to %s, want behind (first in order, no lag bound)", got)
+	}
+	if st := p.Nodes(); st[0].Lagging || st[0].Lag != 10 || st[1].Lagging {
+		t.Fatalf("states: %+v", st)
+	}
+}
+
 // TestHedging: a read with no answer after the hedge delay goes to the
 // next node too, the first answer wins, and the frozen node is passed over
 // by the next calls; a write is never hedged. The pool's clock stands

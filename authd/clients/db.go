@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/porticohq/portico/internal/sqldb"
+	"github.com/porticohq/portico/sqldb"
 )
 
 // DB is the registry in SQLite or PostgreSQL (table auth_clients, schema
@@ -22,30 +22,22 @@ type DB struct {
 // OpenSQLite opens (creating it if needed) the SQLite database at path
 // and migrates it; an empty path is a private in-memory database.
 func OpenSQLite(ctx context.Context, path string) (*DB, error) {
-	db, err := sqldb.OpenSQLite(path, sqldb.SQLiteOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("clients: %w", err)
-	}
-	return open(ctx, &DB{db: db, d: sqldb.SQLite()})
+	return open(ctx, sqldb.SQLiteFile(path, sqldb.SQLiteOptions{}))
 }
 
-// OpenPostgres opens the PostgreSQL database at dsn and migrates it.
+// OpenPostgres opens the PostgreSQL database at dsn and migrates it. The
+// registry is read rarely: a small pool.
 func OpenPostgres(ctx context.Context, dsn string) (*DB, error) {
-	db, err := sqldb.OpenPostgres(dsn)
+	return open(ctx, sqldb.PostgresDSN(dsn, 4))
+}
+
+func open(ctx context.Context, src sqldb.Source) (*DB, error) {
+	schema := sqldb.Schema{Table: "auth_clients_schema", LockID: 5094415932877106217, Steps: sqldb.SQL(migrations...)}
+	db, err := sqldb.Open(ctx, src, schema, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("clients: %w", err)
 	}
-	db.SetMaxOpenConns(4)
-	return open(ctx, &DB{db: db, d: sqldb.Postgres()})
-}
-
-func open(ctx context.Context, d *DB) (*DB, error) {
-	schema := sqldb.Schema{Table: "auth_clients_schema", LockID: 5094415932877106217, Steps: migrations}
-	if err := sqldb.Migrate(ctx, d.db, d.d, schema, time.Now()); err != nil {
-		_ = d.db.Close()
-		return nil, fmt.Errorf("clients: %w", err)
-	}
-	return d, nil
+	return &DB{db: db, d: src.Dialect()}, nil
 }
 
 // migrations are applied in order, each once; append, never edit.

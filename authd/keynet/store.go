@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/porticohq/portico/internal/sqldb"
+	"github.com/porticohq/portico/sqldb"
 )
 
 // Storage errors.
@@ -109,30 +109,24 @@ func (s *Store) SealPlaintext(ctx context.Context, network string, node int) (in
 // in-memory database. Commits are synced fully: a node's share must
 // survive a power cut.
 func OpenSQLite(ctx context.Context, path string) (*Store, error) {
-	db, err := sqldb.OpenSQLite(path, sqldb.SQLiteOptions{FullSync: true})
-	if err != nil {
-		return nil, fmt.Errorf("keynet: %w", err)
-	}
-	return openStore(ctx, db, sqldb.SQLite())
+	return openStore(ctx, sqldb.SQLiteFile(path, sqldb.SQLiteOptions{FullSync: true}))
 }
 
 // OpenPostgres opens the PostgreSQL database at dsn and migrates it.
+// Several nodes may share one database: a smaller pool each.
 func OpenPostgres(ctx context.Context, dsn string) (*Store, error) {
-	db, err := sqldb.OpenPostgres(dsn)
+	return openStore(ctx, sqldb.PostgresDSN(dsn, 8))
+}
+
+func openStore(ctx context.Context, src sqldb.Source) (*Store, error) {
+	s := &Store{d: src.Dialect(), now: time.Now}
+	// The lock id is any number fixed for this package.
+	schema := sqldb.Schema{Table: "keynet_schema_migrations", LockID: 31647734761612144, Steps: sqldb.SQL(keynetMigrations()...)}
+	db, err := sqldb.Open(ctx, src, schema, s.now())
 	if err != nil {
 		return nil, fmt.Errorf("keynet: %w", err)
 	}
-	// Several nodes may share one database: a smaller pool each.
-	db.SetMaxOpenConns(8)
-	return openStore(ctx, db, sqldb.Postgres())
-}
-
-func openStore(ctx context.Context, db *sql.DB, d sqldb.Dialect) (*Store, error) {
-	s := &Store{db: db, d: d, now: time.Now}
-	if err := s.migrate(ctx); err != nil {
-		_ = db.Close()
-		return nil, err
-	}
+	s.db = db
 	return s, nil
 }
 
@@ -174,15 +168,6 @@ func keynetMigrations() []string {
 			PRIMARY KEY (network, node_index, owner)
 		)`,
 	}
-}
-
-func (s *Store) migrate(ctx context.Context) error {
-	// The lock id is any number fixed for this package.
-	schema := sqldb.Schema{Table: "keynet_schema_migrations", LockID: 31647734761612144, Steps: keynetMigrations()}
-	if err := sqldb.Migrate(ctx, s.db, s.d, schema, s.now()); err != nil {
-		return fmt.Errorf("keynet: %w", err)
-	}
-	return nil
 }
 
 // Version returns the schema version.

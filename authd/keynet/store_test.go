@@ -9,42 +9,35 @@ import (
 	"time"
 
 	"github.com/porticohq/portico/internal/testsvc"
+	"github.com/porticohq/portico/sqldb"
 )
 
-// backends opens a fresh store of each kind; the contract runs on both.
-func backends(t *testing.T) map[string]func(t *testing.T) *Store {
-	return map[string]func(t *testing.T) *Store{
-		"sqlite": func(t *testing.T) *Store {
-			s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "node.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
-			return s
-		},
-		"postgres": func(t *testing.T) *Store {
-			s, err := OpenPostgres(context.Background(), testsvc.Postgres(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
-			return s
-		},
+// backends are a fresh database of each kind; the contract runs on both.
+func backends(t *testing.T) map[string]sqldb.Source {
+	return map[string]sqldb.Source{
+		"sqlite":   sqldb.SQLiteFile(filepath.Join(t.TempDir(), "node.db"), sqldb.SQLiteOptions{FullSync: true}),
+		"postgres": sqldb.PostgresDSN(testsvc.Postgres(t), 8),
 	}
 }
 
 func TestStoreContract(t *testing.T) {
 	ctx := context.Background()
-	for name, open := range backends(t) {
+	for name, src := range backends(t) {
 		t.Run(name, func(t *testing.T) {
-			s := open(t)
+			s, err := openStore(ctx, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
 			clock := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 			s.now = func() time.Time { return clock }
 			if v, err := s.Version(ctx); err != nil || v != 1 {
 				t.Fatalf("version %d, %v", v, err)
 			}
-			if err := s.migrate(ctx); err != nil {
+			if again, err := openStore(ctx, src); err != nil {
 				t.Fatalf("migrating twice: %v", err)
+			} else {
+				_ = again.Close()
 			}
 
 			// Keys: first write wins, rows are per network and node.

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/porticohq/portico/internal/sqldb"
+	"github.com/porticohq/portico/sqldb"
 )
 
 // Store errors.
@@ -68,29 +68,23 @@ type DB struct {
 // OpenSQLite opens (creating it if needed) the SQLite database at path and
 // migrates it. An empty path opens a private in-memory database.
 func OpenSQLite(ctx context.Context, path string) (*DB, error) {
-	db, err := sqldb.OpenSQLite(path, sqldb.SQLiteOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("sessionserver: %w", err)
-	}
-	return open(ctx, &DB{db: db, d: sqldb.SQLite()})
+	return open(ctx, sqldb.SQLiteFile(path, sqldb.SQLiteOptions{}))
 }
 
 // OpenPostgres opens the PostgreSQL database at dsn and migrates it. Many
 // server instances may share it.
 func OpenPostgres(ctx context.Context, dsn string) (*DB, error) {
-	db, err := sqldb.OpenPostgres(dsn)
+	return open(ctx, sqldb.PostgresDSN(dsn, 0))
+}
+
+func open(ctx context.Context, src sqldb.Source) (*DB, error) {
+	// The lock id is any number fixed for this package.
+	schema := sqldb.Schema{Table: "auth_sessions_schema", LockID: 7305804066215290739, Steps: sqldb.SQL(migrations...)}
+	db, err := sqldb.Open(ctx, src, schema, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("sessionserver: %w", err)
 	}
-	return open(ctx, &DB{db: db, d: sqldb.Postgres()})
-}
-
-func open(ctx context.Context, d *DB) (*DB, error) {
-	if err := d.migrate(ctx); err != nil {
-		_ = d.db.Close()
-		return nil, err
-	}
-	return d, nil
+	return &DB{db: db, d: src.Dialect()}, nil
 }
 
 // Close closes the database.
@@ -115,15 +109,6 @@ var migrations = []string{
 	`ALTER TABLE auth_sessions ADD COLUMN client TEXT NOT NULL DEFAULT '';
 	ALTER TABLE auth_sessions ADD COLUMN tombstone INTEGER NOT NULL DEFAULT 0;
 	CREATE INDEX auth_sessions_client ON auth_sessions (client, expires_at)`,
-}
-
-func (d *DB) migrate(ctx context.Context) error {
-	// The lock id is any number fixed for this package.
-	schema := sqldb.Schema{Table: "auth_sessions_schema", LockID: 7305804066215290739, Steps: migrations}
-	if err := sqldb.Migrate(ctx, d.db, d.d, schema, time.Now()); err != nil {
-		return fmt.Errorf("sessionserver: %w", err)
-	}
-	return nil
 }
 
 // Version returns the schema version.

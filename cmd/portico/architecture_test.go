@@ -10,9 +10,12 @@ import (
 
 // TestArchitecture keeps docs/architecture.md's package table true: every
 // package of the module imports only the module packages its row allows,
-// as `go list -deps` shows them, and every package has a row.
+// as `go list -deps` shows them, and every package has a row. No package
+// outside internal/ but the tools imports internal/ (test files aside).
 func TestArchitecture(t *testing.T) {
 	const module = "github.com/porticohq/portico"
+	// tools are the module's programs that are not the product.
+	tools := []string{"cmd/portico-bench"}
 	doc, err := os.ReadFile("../../docs/architecture.md")
 	if err != nil {
 		t.Fatal(err)
@@ -20,6 +23,7 @@ func TestArchitecture(t *testing.T) {
 	type row struct {
 		pkgs    []string // patterns, relative to the module; "" is the root
 		allowed []string // patterns, or "anything"
+		except  []string // with "anything": the patterns still refused
 	}
 	var rows []row
 	tick := regexp.MustCompile("`([^`]+)`")
@@ -36,15 +40,18 @@ func TestArchitecture(t *testing.T) {
 			}
 			r.pkgs = append(r.pkgs, p)
 		}
+		var patterns []string
 		for _, m := range tick.FindAllStringSubmatch(cells[3], -1) {
 			p := m[1]
 			if p == "portico" {
 				p = ""
 			}
-			r.allowed = append(r.allowed, p)
+			patterns = append(patterns, p)
 		}
-		if strings.TrimSpace(cells[3]) == "anything" {
-			r.allowed = []string{"anything"}
+		r.allowed = patterns
+		if strings.HasPrefix(strings.TrimSpace(cells[3]), "anything") {
+			// "anything", or "anything but `x`, `y`".
+			r.allowed, r.except = []string{"anything"}, patterns
 		}
 		rows = append(rows, r)
 	}
@@ -90,17 +97,22 @@ func TestArchitecture(t *testing.T) {
 			t.Errorf("%s has no row in docs/architecture.md", pkg)
 			continue
 		}
-		if slices.Contains(r.allowed, "anything") {
-			continue
-		}
 		for _, imp := range deps[pkg].imports {
 			irel, ok := strings.CutPrefix(imp, module)
 			if !ok {
 				continue
 			}
 			irel = strings.TrimPrefix(irel, "/")
-			if !slices.ContainsFunc(r.allowed, func(p string) bool { return matches(p, irel) }) {
+			match := func(p string) bool { return matches(p, irel) }
+			allowed := slices.Contains(r.allowed, "anything") && !slices.ContainsFunc(r.except, match) ||
+				slices.ContainsFunc(r.allowed, match)
+			if !allowed {
 				t.Errorf("%s imports %s, which its row in docs/architecture.md does not allow", pkg, imp)
+			}
+			// internal/ is test and tool support: whatever the table says,
+			// nothing the product is built from imports it.
+			if matches("internal/...", irel) && !matches("internal/...", rel) && !slices.Contains(tools, rel) {
+				t.Errorf("%s imports %s: only tests and tools (%s) may import internal/", pkg, imp, strings.Join(tools, ", "))
 			}
 		}
 	}

@@ -150,12 +150,15 @@ func yamlPaths(prefix string, v any, have map[string]bool) {
 }
 
 // configFields returns the dotted YAML paths of every field of t, down to
-// fields that are not structs (maps and lists of scalars count as one).
+// fields that are not structs of the module (maps and lists of scalars
+// count as one).
 func configFields(prefix string, t reflect.Type) []string {
 	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
 		t = t.Elem()
 	}
-	if t.Kind() != reflect.Struct || t.PkgPath() != reflect.TypeOf(config.Config{}).PkgPath() {
+	// The config's own types, and the module's that it holds as they are
+	// (portico.Limits), not the standard library's (time.Duration).
+	if t.Kind() != reflect.Struct || !under(t.PkgPath(), "github.com/porticohq/portico") {
 		return nil
 	}
 	var out []string

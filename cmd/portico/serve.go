@@ -24,10 +24,10 @@ import (
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
-	"github.com/porticohq/portico/internal/sqldb"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/network"
+	"github.com/porticohq/portico/sqldb"
 	"github.com/porticohq/portico/store"
 	"github.com/porticohq/portico/upstream"
 )
@@ -247,7 +247,6 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		nets = append(nets, n)
 	}
-	l := cfg.Limits
 	m.gw = gateway.New(gateway.Config{
 		Keys:             store.NewAuthenticator(st, cfg.Store.KeyCacheTTL),
 		Meter:            gwMeter,
@@ -257,17 +256,7 @@ func (m *Main) Run(ctx context.Context) error {
 		AccessLog:        &gateway.AccessLog{Sample: cfg.Log.AccessSample},
 		Metrics:          m.metrics,
 		Tracer:           m.tracer,
-		Limits: gateway.Limits{
-			MaxBodyBytes: l.MaxBodyBytes, MaxBatch: l.MaxBatch, MaxWSMessageBytes: l.MaxWSMessageBytes,
-			MaxConnections: l.MaxConnections, MaxWSConnections: l.MaxWSConnections,
-			MaxConnectionsPerIP: l.MaxConnectionsPerIP, MaxWSConnectionsPerKey: l.MaxWSConnectionsPerKey,
-			MaxBatchResponseBytes:         l.MaxBatchResponseBytes,
-			MaxSubscriptionsPerConnection: l.MaxSubscriptionsPerConnection, MaxSubscriptionsPerKey: l.MaxSubscriptionsPerKey,
-			MaxNotificationQueue: l.MaxNotificationQueue,
-			ReadTimeout:          l.ReadTimeout, WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout,
-			WSIdleTimeout: l.WSIdleTimeout,
-			MemoryBytes:   l.MemoryBytes, KeyMemoryBytes: l.KeyMemoryBytes, ConnectionMemoryBytes: l.ConnectionMemoryBytes,
-		},
+		Limits:           cfg.Limits,
 	})
 
 	if m.metrics != nil {

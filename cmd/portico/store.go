@@ -15,8 +15,8 @@ import (
 
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/internal/sqldb"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/sqldb"
 	"github.com/porticohq/portico/store"
 )
 
