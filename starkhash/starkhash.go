@@ -3,8 +3,8 @@
 // Starknet fixes: width 3, S-box x^3, 8 full and 83 partial rounds, the
 // MDS matrix [[3,1,1],[1,-1,1],[1,1,-2]], round constants derived from
 // sha256("Hades" + i)). gnark-crypto has no Starknet Poseidon, so it is
-// written here once; verify/starknet uses it, and the rollup devnet
-// (which has its own unexported copy) and starknettx can move to it.
+// written here once; verify/starkproof, starknettx and through it the
+// rollup devnet use it.
 package starkhash
 
 import (
@@ -68,6 +68,14 @@ func permute(s *[3]fp.Element) {
 // of (x, y, 2).
 func Poseidon(x, y *Felt) Felt {
 	s := [3]fp.Element{*x, *y, fp.NewElement(2)}
+	permute(&s)
+	return s[0]
+}
+
+// PoseidonSingle is poseidon_hash_single(x): the first element of the
+// permutation of (x, 0, 1).
+func PoseidonSingle(x *Felt) Felt {
+	s := [3]fp.Element{*x, {}, fp.NewElement(1)}
 	permute(&s)
 	return s[0]
 }

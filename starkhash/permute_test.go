@@ -1,4 +1,4 @@
-package starknettx
+package starkhash
 
 import (
 	"math/big"
@@ -32,7 +32,7 @@ func TestHadesPermutation(t *testing.T) {
 	}
 	for _, c := range cases {
 		s := [3]Felt{dec(t, c.in[0]), dec(t, c.in[1]), dec(t, c.in[2])}
-		hadesPermutation(&s)
+		permute(&s)
 		for i := range 3 {
 			if want := dec(t, c.out[i]); !s[i].Equal(&want) {
 				t.Errorf("permute(%v)[%d] = %s, want %s", c.in, i, s[i].String(), c.out[i])
