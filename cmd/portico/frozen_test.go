@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"strings"
 	"sync"
@@ -13,10 +12,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/go-json-experiment/json"
 
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/internal/anvil"
 )
 
 // freezer is a TCP proxy in front of a node that can freeze: it then
@@ -100,14 +97,7 @@ func TestFrozenSubscriptionNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const blockTime = time.Second
-	node, err := anvil.Start(ctx, anvil.Options{Args: []string{"--block-time", "1"}})
-	if errors.Is(err, anvil.ErrNotInstalled) && !anvil.Strict() {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := startAnvil(t, ctx, "--block-time", "1")
 	target := strings.TrimPrefix(node.URL(), "http://")
 	a, b := newFreezer(t, target), newFreezer(t, target)
 	cfg := config.DefaultConfig()
@@ -118,10 +108,8 @@ func TestFrozenSubscriptionNode(t *testing.T) {
 
 	const clients = 100
 	type arrival struct {
-		number uint64
-		hash   string
-		parent string
-		at     time.Time
+		streamHead
+		at time.Time
 	}
 	got := make([][]arrival, clients)
 	var mu sync.Mutex
@@ -142,21 +130,12 @@ func TestFrozenSubscriptionNode(t *testing.T) {
 				if err != nil {
 					return
 				}
-				var n struct {
-					Params struct {
-						Result struct {
-							Number     string `json:"number"`
-							Hash       string `json:"hash"`
-							ParentHash string `json:"parentHash"`
-						} `json:"result"`
-					} `json:"params"`
-				}
-				if json.Unmarshal(msg, &n, json.RejectUnknownMembers(false)) != nil || n.Params.Result.Hash == "" {
+				h, ok := newHeadOf(msg)
+				if !ok {
 					continue
 				}
-				num, _ := new(big.Int).SetString(strings.TrimPrefix(n.Params.Result.Number, "0x"), 16)
 				mu.Lock()
-				got[i] = append(got[i], arrival{num.Uint64(), n.Params.Result.Hash, n.Params.Result.ParentHash, time.Now()})
+				got[i] = append(got[i], arrival{h, time.Now()})
 				mu.Unlock()
 			}
 		})
@@ -185,8 +164,8 @@ func TestFrozenSubscriptionNode(t *testing.T) {
 	for i, heads := range got {
 		var after []arrival
 		for j, h := range heads {
-			if j > 0 && h.parent != heads[j-1].hash {
-				t.Errorf("client %d: head %d does not link to head %d before it", i, h.number, heads[j-1].number)
+			if j > 0 && h.Parent != heads[j-1].Hash {
+				t.Errorf("client %d: head %d does not link to head %d before it", i, h.Number, heads[j-1].Number)
 				break
 			}
 			if h.at.After(frozenAt) {
@@ -200,7 +179,7 @@ func TestFrozenSubscriptionNode(t *testing.T) {
 		last := frozenAt
 		for _, h := range after {
 			if gap := h.at.Sub(last); gap > 2*blockTime {
-				t.Errorf("client %d: head %d came %s after the one before (bound %s)", i, h.number, gap.Round(time.Millisecond), 2*blockTime)
+				t.Errorf("client %d: head %d came %s after the one before (bound %s)", i, h.Number, gap.Round(time.Millisecond), 2*blockTime)
 				break
 			}
 			last = h.at

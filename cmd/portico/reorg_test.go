@@ -40,6 +40,43 @@ type streamHead struct {
 	Parent common.Hash
 }
 
+// newHeadOf reads a newHeads notification: the block's number, hash and
+// parent; false for any other message.
+func newHeadOf(msg []byte) (streamHead, bool) {
+	var n struct {
+		Params struct {
+			Result struct {
+				Number     string      `json:"number"`
+				Hash       common.Hash `json:"hash"`
+				ParentHash common.Hash `json:"parentHash"`
+			} `json:"result"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &n, json.RejectUnknownMembers(false)) != nil || n.Params.Result.Number == "" {
+		return streamHead{}, false
+	}
+	num, ok := new(big.Int).SetString(strings.TrimPrefix(n.Params.Result.Number, "0x"), 16)
+	if !ok {
+		return streamHead{}, false
+	}
+	return streamHead{num.Uint64(), n.Params.Result.Hash, n.Params.Result.ParentHash}, true
+}
+
+// startAnvil starts anvil with args for a test, skipping when it is not
+// installed (failing under PORTICO_TEST_STRICT=1).
+func startAnvil(t *testing.T, ctx context.Context, args ...string) *anvil.Node {
+	t.Helper()
+	node, err := anvil.Start(ctx, anvil.Options{Args: args})
+	if errors.Is(err, anvil.ErrNotInstalled) && !anvil.Strict() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	return node
+}
+
 func newHeadStream(name string) *headStream {
 	return &headStream{name: name, seen: map[common.Hash]uint64{}}
 }
@@ -83,14 +120,7 @@ func (s *headStream) failure() error {
 func TestReorgAnvil(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	node, err := anvil.Start(ctx, anvil.Options{})
-	if errors.Is(err, anvil.ErrNotInstalled) && !anvil.Strict() {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := startAnvil(t, ctx)
 	cfg := config.DefaultConfig()
 	cfg.Keys = []config.Key{{Name: "reorg", Key: "reorg0123456789abcdef0123456789a", DailyCredits: 1e12}}
 	cfg.Networks = []config.Network{{Name: "anvil", Family: "evm", PollInterval: 100 * time.Millisecond,
@@ -176,20 +206,9 @@ func TestReorgAnvil(t *testing.T) {
 			if err != nil {
 				return
 			}
-			var n struct {
-				Params struct {
-					Result struct {
-						Number     string      `json:"number"`
-						Hash       common.Hash `json:"hash"`
-						ParentHash common.Hash `json:"parentHash"`
-					} `json:"result"`
-				} `json:"params"`
+			if h, ok := newHeadOf(b); ok {
+				rawHeads.add(h)
 			}
-			if json.Unmarshal(b, &n, json.RejectUnknownMembers(false)) != nil || n.Params.Result.Number == "" {
-				continue
-			}
-			num, _ := new(big.Int).SetString(strings.TrimPrefix(n.Params.Result.Number, "0x"), 16)
-			rawHeads.add(streamHead{num.Uint64(), n.Params.Result.Hash, n.Params.Result.ParentHash})
 		}
 	}()
 	streams := []*headStream{ethHeads, rawHeads}
