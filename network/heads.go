@@ -197,7 +197,7 @@ func (t *topic) upstreamLog(result jsontext.Value) {
 	if removed {
 		return // the view's switches send removals, once
 	}
-	ls := &t.logs_
+	ls := &t.logs
 	if ls.sent == nil {
 		ls.sent, ls.held = map[string][]jsontext.Value{}, map[string]heldLogs{}
 	}
@@ -228,7 +228,7 @@ func (t *topic) upstreamLog(result jsontext.Value) {
 // blocks go out again as removed, newest block last as they were sent,
 // then the held logs of added blocks.
 func (t *topic) viewLogs(sw chainview.Switch) {
-	ls := &t.logs_
+	ls := &t.logs
 	if ls.sent == nil {
 		return
 	}

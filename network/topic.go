@@ -31,8 +31,8 @@ type topic struct {
 	rule *portico.Subscription
 	sp   portico.SubParams
 	// byView marks a heads topic whose notifications are made from the
-	// chain view's switches; logs a logs topic that follows them.
-	byView, logs bool
+	// chain view's switches; followsLogs a logs topic that follows them.
+	byView, followsLogs bool
 
 	ready chan struct{} // closed once the first open ended
 	err   error         // of the first open
@@ -53,7 +53,7 @@ type topic struct {
 
 	// Kept by the topic's goroutine alone.
 	heads headState
-	logs_ logState
+	logs  logState
 }
 
 // topicEvent is one thing a topic turns into notifications.
@@ -82,7 +82,7 @@ func newTopic(h *hub, key topicKey, rule *portico.Subscription, sp portico.SubPa
 	t := &topic{hub: h, key: key, n: h.n, subs: h.subs, rule: rule, sp: sp, ready: make(chan struct{}),
 		clients: map[*clientSub]struct{}{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	t.byView = sp.Heads && h.subs.HeadOf != nil
-	t.logs = h.subs.LogOf != nil && h.subs.Removed != nil && sp.Kind == "logs"
+	t.followsLogs = h.subs.LogOf != nil && h.subs.Removed != nil && sp.Kind == "logs"
 	return t
 }
 
@@ -118,7 +118,7 @@ func (t *topic) leave(c *clientSub) {
 // heads (or the view alone).
 func (t *topic) open(ctx context.Context) error {
 	up := t.n.up
-	if t.byView || t.logs {
+	if t.byView || t.followsLogs {
 		stop := up.View().OnSwitch(func(sw chainview.Switch) { t.push(topicEvent{sw: &sw}) })
 		t.mu.Lock()
 		t.stops = append(t.stops, stop)
@@ -292,7 +292,7 @@ func (t *topic) handle(ev topicEvent) {
 		if t.byView {
 			t.viewHeads(*ev.sw)
 		}
-		if t.logs {
+		if t.followsLogs {
 			t.viewLogs(*ev.sw)
 		}
 	case ev.polled > 0:
@@ -301,7 +301,7 @@ func (t *topic) handle(ev topicEvent) {
 		t.upstreamHead(ev)
 	case t.byView:
 		// The node's own reorg notices: the view makes them.
-	case t.logs && ev.method == t.rule.Notification:
+	case t.followsLogs && ev.method == t.rule.Notification:
 		t.upstreamLog(ev.result)
 	case t.sp.Heads && t.subs.Seq != nil && ev.method == t.rule.Notification:
 		if n, ok := t.subs.Seq(t.sp.Kind, ev.result); ok {
