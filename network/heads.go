@@ -29,8 +29,7 @@ type headState struct {
 	results  map[string]jsontext.Value // recent heads' results from the upstream, by hash
 	order    []string                  // their hashes, oldest first, to let the oldest go
 	upNumber uint64                    // the newest head the upstream subscription sent
-	upAt     time.Time
-	seqLast  uint64 // heads by number: the last sent
+	seqLast  uint64                    // heads by number: the last sent
 	seqSeen  bool
 }
 
@@ -66,11 +65,9 @@ func (t *topic) upstreamHead(ev topicEvent) {
 			hs.order = hs.order[1:]
 		}
 	}
-	hs.upNumber, hs.upAt = max(hs.upNumber, h.Number), time.Now()
-	if o, ok := t.n.up.(interface {
-		Observe(node string, h portico.Header)
-	}); ok && ev.node != "" {
-		o.Observe(ev.node, h)
+	hs.upNumber = max(hs.upNumber, h.Number)
+	if ev.node != "" {
+		t.n.up.Observe(ev.node, h)
 	}
 }
 
@@ -218,9 +215,7 @@ func (t *topic) upstreamLog(result jsontext.Value) {
 		ls.held[b.Hash] = h
 		ls.n++
 		ls.expire(time.Now())
-		if o, ok := t.n.up.(interface{ Poke() }); ok {
-			o.Poke() // the view learns of the block sooner
-		}
+		t.n.up.Poke() // the view learns of the block sooner
 	}
 }
 

@@ -44,6 +44,12 @@ type Upstream interface {
 	Subscribe(ctx context.Context, req upstream.SubRequest, notify func(method string, result jsontext.Value), ended func(error)) (cancel func(), node string, err error)
 	// CanSubscribe reports whether any node can hold subscriptions.
 	CanSubscribe() bool
+	// Observe tells head tracking of a head a node sent on its own (a
+	// heads notification), so that the chain view follows it at once;
+	// Poke has it catch up with the nodes now rather than at the next
+	// poll.
+	Observe(node string, h portico.Header)
+	Poke()
 }
 
 var _ Upstream = (*upstream.Pool)(nil)
