@@ -31,6 +31,18 @@ const (
 	CodeTooManySubs       = -32055
 	CodeResultTooLarge    = -32056
 	CodeMemoryBusy        = -32057
+	// CodeUnverified: in verify: strict, no node gave an answer that could
+	// be verified (issue 27).
+	CodeUnverified = -32058
+	// CodeKeyRejected: a key's own settings (its allowlists: methods,
+	// networks, origins, contract addresses, User-Agents) refused the
+	// call; the message names the list (issue 26). -32002 is what Infura
+	// answers for the same case ("rejected due to project ID settings").
+	CodeKeyRejected = -32002
+	// CodeLogsTooLarge: an eth_getLogs (or starknet_getEvents) asked for
+	// more than the network's or the key's bounds allow; the message
+	// suggests a range that would fit (issue 26).
+	CodeLogsTooLarge = -32059
 )
 
 // Sentinel errors of the gateway. jsonrpc.ErrorFor maps each to a JSON-RPC

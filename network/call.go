@@ -48,6 +48,10 @@ type Call struct {
 	// the call's connection or key.
 	MaxResult int64
 	Budget    upstream.MemoryBudget
+	// Logs, when not nil, is the calling key's own bounds for log queries
+	// (eth_getLogs, starknet_getEvents), which override the network's
+	// field by field where set.
+	Logs *portico.LogLimits
 }
 
 // Outcome is the answer to one call: result bytes or an error.
