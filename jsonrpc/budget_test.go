@@ -170,12 +170,15 @@ func TestConnBudgetCutsOnlyTheSlowReader(t *testing.T) {
 	url := connServerWith(t, func() jsonrpc.ConnLimits {
 		return jsonrpc.ConnLimits{MaxQueue: 1 << 20, MaxQueueBytes: 1 << 30, Memory: membudget.New("connection", 0, key)}
 	}, func(c *jsonrpc.Conn) { conns <- c }, func(context.Context, []byte) []byte { return nil })
-	slow, fast := dial(t, url), dial(t, url)
+	// Which server connection is whose: each client dials only once the
+	// one before has its server connection, since the handshake's answer
+	// is written before the server side is set up, and two handlers race.
+	slow := dial(t, url)
+	slowConn := <-conns
+	fast := dial(t, url)
+	fastConn := <-conns
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// Which server connection is whose: the first accepted is slow's.
-	slowConn := <-conns
-	fastConn := <-conns
 	got := make(chan int, 1)
 	go func() {
 		n := 0
