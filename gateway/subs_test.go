@@ -121,8 +121,10 @@ func (c *fakeChain) reorg(depth uint64) {
 type fakeWSNode struct {
 	chain *fakeChain
 	subs  atomic.Int64
-	srv   *jsonrpc.Server
-	hs    *httptest.Server
+	// lag is how many blocks the node is behind the chain.
+	lag atomic.Uint64
+	srv *jsonrpc.Server
+	hs  *httptest.Server
 }
 
 func newFakeWSNode(t testing.TB, chain *fakeChain) *fakeWSNode {
@@ -143,7 +145,7 @@ func (n *fakeWSNode) kill() {
 
 func (n *fakeWSNode) serve(ctx context.Context, method string, params jsontext.Value) (any, error) {
 	n.chain.mu.Lock()
-	head := n.chain.head
+	head := n.chain.head - n.lag.Load()
 	n.chain.mu.Unlock()
 	switch method {
 	case "eth_chainId":
@@ -186,6 +188,7 @@ func (n *fakeWSNode) serve(ctx context.Context, method string, params jsontext.V
 				case <-s.Done():
 					return
 				case h := <-n.chain.next():
+					h -= n.lag.Load()
 					if !s.Notify([]byte(`{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":` + string(id) + `,"result":` + n.chain.header(h) + `}}`)) {
 						return
 					}
@@ -300,9 +303,16 @@ func TestSubscriptionFanOut(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
+	// The node is killed once client 0 has had 10 heads, or has ended
+	// without them (its error is reported below; the test must not wait
+	// for a kill that never comes).
 	killed := make(chan struct{})
+	var kill sync.Once
 	for i, c := range conns {
 		wg.Go(func() {
+			if i == 0 {
+				defer kill.Do(func() { close(killed) })
+			}
 			var prev uint64
 			for k := range 40 {
 				n, err := readHead(ctx, c)
@@ -316,7 +326,7 @@ func TestSubscriptionFanOut(t *testing.T) {
 				}
 				prev = n
 				if i == 0 && k == 10 {
-					close(killed)
+					kill.Do(func() { close(killed) })
 				}
 			}
 		})
@@ -330,6 +340,34 @@ func TestSubscriptionFanOut(t *testing.T) {
 	}
 	if b.subs.Load() != 1 {
 		t.Errorf("the other node got %d upstream subscriptions, want 1", b.subs.Load())
+	}
+}
+
+// TestLaggingNodeHoldsTheView: when the node ahead dies and the one left
+// is a few blocks behind on the same chain, the view keeps its head until
+// that node passes it: the blocks between are no reorg, and a newHeads
+// client gets each block once, in order.
+func TestLaggingNodeHoldsTheView(t *testing.T) {
+	chain := newFakeChain(t, 20*time.Millisecond, 0)
+	a, b := newFakeWSNode(t, chain), newFakeWSNode(t, chain)
+	b.lag.Store(3)
+	_, url := subsEnv(t, nil, a, b)
+	c := subscribeHeads(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var prev uint64
+	for k := range 40 {
+		n, err := readHead(ctx, c)
+		if err != nil {
+			t.Fatalf("head %d: %v", k, err)
+		}
+		if k > 0 && n != prev+1 {
+			t.Fatalf("head %d after %d", n, prev)
+		}
+		prev = n
+		if k == 10 {
+			a.kill()
+		}
 	}
 }
 

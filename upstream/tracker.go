@@ -262,6 +262,14 @@ func (p *Pool) followLeader(ctx context.Context, eligible []*member, best portic
 		p.log.Debug("chain view follows another node", "network", p.network, "upstream", lead.Name, "head", head.Number)
 		p.leader = lead
 	}
+	// A leader behind the view on the same chain (the node ahead of it
+	// died or froze) is no reorg: the blocks after its head are still the
+	// chain, and the view keeps them until a node passes them or shows
+	// another branch. Going back would send clients blocks they have.
+	if cur, ok := p.view.Head(); ok && head.Number < cur.Number && p.view.OnChain(head.Hash) {
+		p.view.SetMarks(best.Safe, best.Finalized)
+		return
+	}
 	sw, err := p.view.Follow(ctx, head, func(ctx context.Context, n uint64, hash string) (portico.Header, error) {
 		return p.chain.Header(ctx, lead.Node, n, hash)
 	})
