@@ -103,13 +103,13 @@ type Gateway struct {
 	subsMu       sync.Mutex
 	perKey       map[string]int // subscriptions per key name, over every network
 	meter        Meter
-	log     *slog.Logger
-	obs     observer
-	slots   slots // open TCP connections over all listeners, per client
-	wsConns atomic.Int64
-	wsKeys  addrCounts[string] // WebSocket connections per key name
-	mem     *membudget.Budget  // the process's memory budget
-	keyMem  *membudget.Keys    // each key's, under mem
+	log          *slog.Logger
+	obs          observer
+	slots        slots // open TCP connections over all listeners, per client
+	wsConns      atomic.Int64
+	wsKeys       addrCounts[string] // WebSocket connections per key name
+	mem          *membudget.Budget  // the process's memory budget
+	keyMem       *membudget.Keys    // each key's, under mem
 
 	mu      sync.Mutex
 	sockets map[*jsonrpc.Conn]string // each socket's network
