@@ -142,9 +142,9 @@ type Main struct {
 	MetricsAddr string
 
 	log     *slog.Logger
-	logBuf  io.Closer                 // the log's buffer, closed last; nil when unbuffered
-	metrics *metrics.Metrics          // nil when metrics.disabled
-	tracer  trace.Tracer              // nil when tracing is off
+	logBuf  io.Closer        // the log's buffer, closed last; nil when unbuffered
+	metrics *metrics.Metrics // nil when metrics.disabled
+	tracer  trace.Tracer     // nil when tracing is off
 	// cur is the config served now and its networks (reload.go).
 	cur atomic.Pointer[servedConfig]
 	// live are the networks' resources not closed yet: those served and
@@ -158,8 +158,8 @@ type Main struct {
 	// opened at start or by a reload; a reload never closes one.
 	ownListeners map[string]string
 	gw           *gateway.Gateway
-	cache   *network.Cache
-	servers []*fasthttp.Server
+	cache        *network.Cache
+	servers      []*fasthttp.Server
 	// listeners are closed after Shutdown too: a server whose Serve had
 	// not started yet when Shutdown ran would otherwise accept forever.
 	listeners []net.Listener
