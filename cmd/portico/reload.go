@@ -96,8 +96,12 @@ func (m *Main) track(r *netResources) {
 
 // retire closes r once idle is closed, unless Close closed it first.
 func (m *Main) retire(name string, r *netResources, idle <-chan struct{}) {
-	m.wg.Go(func() {
-		<-idle
+	m.retiring.Go(func() {
+		select {
+		case <-idle:
+		case <-m.closing:
+			return // Close closes it
+		}
 		m.liveMu.Lock()
 		_, live := m.live[r]
 		delete(m.live, r)

@@ -153,6 +153,10 @@ type Main struct {
 	live     map[*netResources]struct{}
 	reloadMu sync.Mutex
 	closed   bool // under reloadMu: no reload after Close
+	// closing is closed by Close: the networks a reload retired are
+	// closed by Close then, idle or not (retiring waits for them).
+	closing  chan struct{}
+	retiring sync.WaitGroup
 	netMeter network.Meter
 	// ownListeners are the networks' own listener addresses, by name,
 	// opened at start or by a reload; a reload never closes one.
@@ -192,6 +196,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.ownListeners = map[string]string{}
+	m.closing = make(chan struct{})
 	logw, logBuf := bufferLogs(m.Stderr)
 	m.logBuf = logBuf
 	m.log = newLogger(logw, cfg.Log)
@@ -554,7 +559,11 @@ func (m *Main) Close() error {
 func (m *Main) close() error {
 	m.reloadMu.Lock()
 	m.closed = true
+	if m.closing != nil {
+		close(m.closing)
+	}
 	m.reloadMu.Unlock()
+	m.retiring.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if m.gw != nil {
