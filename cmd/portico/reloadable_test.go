@@ -31,7 +31,9 @@ func TestReloadable(t *testing.T) {
 		{"a network removed", func(c *config.Config) { c.Networks = nil }, ""},
 		{"upstreams", func(c *config.Config) { c.Networks[0].Upstreams[0].URL = "http://127.0.0.1:2" }, ""},
 		{"costs", func(c *config.Config) { c.Networks[0].Costs = map[string]int{"eth_call": 3} }, ""},
-		{"call limits", func(c *config.Config) { c.Limits.MaxBatch, c.Limits.MemoryBytes, c.Limits.WSIdleTimeout = 3, 1 << 30, time.Hour }, ""},
+		{"call limits", func(c *config.Config) {
+			c.Limits.MaxBatch, c.Limits.MemoryBytes, c.Limits.WSIdleTimeout = 3, 1<<30, time.Hour
+		}, ""},
 		{"hit discount", func(c *config.Config) { c.Cache.HitDiscountPercent = 50 }, ""},
 		{"listen", func(c *config.Config) { c.Listen = "127.0.0.1:9999" }, "listen"},
 		{"a network's listen", func(c *config.Config) { c.Networks[0].Listen = "off" }, "networks[0].listen"},
@@ -96,7 +98,9 @@ func TestSameServed(t *testing.T) {
 	}{
 		{"hosts", func(n *config.Network) { n.Hosts = []string{"x.example"} }, true},
 		{"methods and enable", func(n *config.Network) { n.Methods, n.Enable = []string{"eth_call"}, []string{"debug"} }, true},
-		{"costs", func(n *config.Network) { n.Costs, n.DefaultCost, n.NotificationCosts = map[string]int{"eth_call": 1}, 2, map[string]int{"newHeads": 3} }, true},
+		{"costs", func(n *config.Network) {
+			n.Costs, n.DefaultCost, n.NotificationCosts = map[string]int{"eth_call": 1}, 2, map[string]int{"newHeads": 3}
+		}, true},
 		{"upstream url", func(n *config.Network) { n.Upstreams[0].URL = "http://127.0.0.1:2" }, false},
 		{"upstream name", func(n *config.Network) { n.Upstreams[0].Name = "primary" }, false},
 		{"an upstream more", func(n *config.Network) { n.Upstreams = append(n.Upstreams, config.Upstream{URL: "http://127.0.0.1:3"}) }, false},
