@@ -258,7 +258,10 @@ func (m *Main) Reload(ctx context.Context) error {
 }
 
 // reloadFromAdmin is the admin API's POST /admin/v1/reload.
+// The reload runs to its end even if the caller leaves.
 func (m *Main) reloadFromAdmin(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reloadTimeout)
+	defer cancel()
 	err := m.Reload(ctx)
 	if err != nil {
 		m.log.Error("config reload refused; the running config stays", "via", "admin", "err", err)
