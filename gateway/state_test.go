@@ -14,6 +14,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/chain/evm"
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/network"
@@ -317,4 +318,62 @@ func TestReloadOpenWebSocket(t *testing.T) {
 	if websocket.CloseStatus(err) != websocket.StatusGoingAway {
 		t.Fatalf("after its network was removed: read %v, want close 1001", err)
 	}
+}
+
+// TestReloadKeepsSubscriptions: a reload that gives a network new nodes
+// leaves the subscriptions opened before on the old nodes, which keep
+// sending heads; new subscriptions go to the new nodes; the old network
+// is idle once the last old subscription ends.
+func TestReloadKeepsSubscriptions(t *testing.T) {
+	chain := newFakeChain(t, 20*time.Millisecond, 0)
+	oldNode, newNode_ := newFakeWSNode(t, chain), newFakeWSNode(t, chain)
+	table := evm.Table()
+	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	netOn := func(n *fakeWSNode) *gateway.Network {
+		pool := upstream.NewPool(upstream.PoolConfig{Network: "net", Chain: table.Chain, PollInterval: 50 * time.Millisecond,
+			Members: []upstream.Member{{Name: "node", Node: upstream.NewWebSocket(n.url(), nil)}}})
+		if err := pool.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pool.Close() })
+		return served("net", methods, pool, nil, false, nil, nil)
+	}
+	limits := gateway.Limits{MaxBodyBytes: 1 << 20, MaxBatch: 10, MaxBatchResponseBytes: 1 << 20, MaxWSMessageBytes: 1 << 20,
+		MaxConnections: 100, MaxWSConnections: 100, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+		IdleTimeout: 5 * time.Second, WSIdleTimeout: time.Minute, MaxSubscriptionsPerConnection: 10, MaxSubscriptionsPerKey: 100}
+	old := netOn(oldNode)
+	gw := gateway.New(gateway.Config{Keys: apikey.NewSet(apikey.Entry{Name: "tester", Hash: apikey.Sum(testKey)}),
+		Networks: []*gateway.Network{old}, Limits: limits})
+	srv := startServer(t, gw, gw.NetworkHandler("net"))
+	t.Cleanup(func() { gw.Close(); srv.close() })
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws/v3/" + testKey
+
+	ctx := ctxT(t)
+	c := subscribeHeads(t, url)
+	if oldNode.subs.Load() != 1 {
+		t.Fatalf("%d upstream subscriptions on the old node, want 1", oldNode.subs.Load())
+	}
+	retired, err := gw.Reload(gateway.Reload{Networks: []*gateway.Network{netOn(newNode_)}, Limits: limits})
+	if err != nil || len(retired) != 1 || retired[0].Served != old.Served {
+		t.Fatalf("reload: %v, retired %v", err, retired)
+	}
+	for range 3 {
+		if _, err := readHead(ctx, c); err != nil {
+			t.Fatalf("the subscription opened before the reload: %v", err)
+		}
+	}
+	select {
+	case <-retired[0].Idle:
+		t.Fatal("the old network is idle with a subscription open on it")
+	default:
+	}
+	subscribeHeads(t, url)
+	if newNode_.subs.Load() != 1 {
+		t.Fatalf("%d upstream subscriptions on the new node after a new client subscribed, want 1", newNode_.subs.Load())
+	}
+	c.CloseNow() // its subscription ends with it
+	<-retired[0].Idle
 }
