@@ -116,6 +116,8 @@ func (c *ServeCmd) override(cfg *config.Config) {
 // Main is a running portico serve: it owns the listeners, the gateway and
 // the embedded devnets. Fill Config, call Run, and Close when done.
 type Main struct {
+	// Config is the config Run starts with; a reload serves another
+	// without changing this one.
 	Config config.Config
 	Stdout io.Writer
 	Stderr io.Writer
