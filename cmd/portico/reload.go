@@ -209,13 +209,6 @@ func (m *Main) Reload(ctx context.Context) error {
 	for _, n := range next.nets {
 		gwNets = append(gwNets, n.gw)
 	}
-	// Keys are imported before the swap: a key the new config adds works
-	// with its networks from the first call.
-	if len(cfg.Keys) > 0 {
-		if _, err := importKeys(ctx, &cfg, m.Store); err != nil {
-			return fail(fmt.Errorf("config: %w", err))
-		}
-	}
 	// Bound before the swap, so that an address in use refuses the
 	// reload; served after it, when the network has its name.
 	lns := map[string]net.Listener{}
@@ -228,6 +221,17 @@ func (m *Main) Reload(ctx context.Context) error {
 			return fail(fmt.Errorf("config: networks[%d].listen: %w", i, err))
 		}
 		lns[cfg.Networks[i].Name] = ln
+	}
+	// Keys are imported last before the swap (what could refuse the
+	// reload is behind), so that a key the new config adds works with
+	// its networks from the first call.
+	if len(cfg.Keys) > 0 {
+		if _, err := importKeys(ctx, &cfg, m.Store); err != nil {
+			for _, ln := range lns {
+				_ = ln.Close()
+			}
+			return fail(fmt.Errorf("config: %w", err))
+		}
 	}
 	retired, err := m.gw.Reload(gateway.Reload{Networks: gwNets, Limits: cfg.Limits, CacheHitDiscount: cfg.Cache.HitDiscountPercent})
 	if err != nil {
