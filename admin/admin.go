@@ -10,6 +10,9 @@
 //	GET    /admin/v1/usage?key=&from=&to=  usage by day, key and method
 //	                                       (?group=key or ?group=method sums the other)
 //	GET    /admin/v1/nodes                 every network's nodes, when Config.Nodes is set
+//	POST   /admin/v1/reload                reload the config file, when Config.Reload is set:
+//	                                       200 {"reloaded":true}, or 422 with the
+//	                                       refusal (the running config stays)
 //
 // Errors are {"error": "..."} with a 4xx or 5xx status.
 //
@@ -58,6 +61,10 @@ type Config struct {
 	// health, latency), served as JSON at /admin/v1/nodes; nil leaves the
 	// endpoint out.
 	Nodes func() any
+	// Reload reads the config file again and serves it, or says why it
+	// refused to (the running config then stays); nil leaves
+	// POST /admin/v1/reload out.
+	Reload func(ctx context.Context) error
 	// Logger records changes (never keys or tokens).
 	Logger *slog.Logger
 }
@@ -93,7 +100,21 @@ func New(cfg Config) (*API, error) {
 	if cfg.Nodes != nil {
 		a.mux.HandleFunc("GET /admin/v1/nodes", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, cfg.Nodes()) })
 	}
+	if cfg.Reload != nil {
+		a.mux.HandleFunc("POST /admin/v1/reload", a.reload)
+	}
 	return a, nil
+}
+
+// reload serves POST /admin/v1/reload. The refusal is the error the
+// server logs: it names the config field, with upstream URLs redacted.
+func (a *API) reload(w http.ResponseWriter, r *http.Request) {
+	if err := a.cfg.Reload(r.Context()); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, err)
+		return
+	}
+	a.cfg.Logger.Info("admin: config reloaded")
+	writeJSON(w, http.StatusOK, map[string]bool{"reloaded": true})
 }
 
 // Tokens is the Checker of the bearer token, for the dashboard to share.

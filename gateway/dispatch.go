@@ -25,6 +25,7 @@ const maxBatchParallel = 16
 type request struct {
 	net *Network
 	id  apikey.Identity
+	st  *state // the state the request started with: its limits
 }
 
 // outcome is the answer to one call: result bytes or an error.
@@ -73,8 +74,9 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		e, status, _ := jsonrpc.ErrorFor(derr)
 		return jsonrpc.AppendError(dst, nil, e), status, billing{}
 	}
-	if batch && len(calls) > g.limits.MaxBatch {
-		e, status, _ := jsonrpc.ErrorFor(&portico.LimitError{Limit: portico.LimitBatch, Max: int64(g.limits.MaxBatch), Got: int64(len(calls))})
+	lim := &rq.st.limits
+	if batch && len(calls) > lim.MaxBatch {
+		e, status, _ := jsonrpc.ErrorFor(&portico.LimitError{Limit: portico.LimitBatch, Max: int64(lim.MaxBatch), Got: int64(len(calls))})
 		return jsonrpc.AppendError(dst, nil, e), status, billing{}
 	}
 
@@ -134,7 +136,7 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 	budget := g.memoryOf(ctx, rq)
 	var held *membudget.Budget
 	if batch {
-		held = membudget.New("request", g.limits.MaxBatchResponseBytes, budget)
+		held = membudget.New("request", lim.MaxBatchResponseBytes, budget)
 		budget = held
 		defer func() { held.Give(held.Used()) }() // the response is built by then
 	}
@@ -186,7 +188,7 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 					}
 				}
 				if outs[i].Err != nil {
-					outs[i].Err = g.batchRefusal(outs[i].Err)
+					outs[i].Err = batchRefusal(outs[i].Err, lim)
 				}
 				<-sem
 			})
@@ -221,8 +223,8 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		switch {
 		case o.Err != nil && refundable(o.Err):
 			refund = int64(preps[i].m.Cost)
-		case o.Err == nil && o.Cache == network.CacheHit && g.hitOff > 0:
-			refund = int64(preps[i].m.Cost) * int64(g.hitOff) / 100
+		case o.Err == nil && o.Cache == network.CacheHit && rq.st.hitOff > 0:
+			refund = int64(preps[i].m.Cost) * int64(rq.st.hitOff) / 100
 		}
 		if refund > 0 {
 			if err := g.meter.Refund(ctx, bill, metering.Item{Method: preps[i].m.Name, Cost: refund}); err != nil {
@@ -293,10 +295,10 @@ func (g *Gateway) memoryOf(ctx context.Context, rq request) *membudget.Budget {
 // batchRefusal turns the refusal of a batch's own budget (its size bound)
 // into the batch-response error; a memory budget above it, and any other
 // error, stays as it is.
-func (g *Gateway) batchRefusal(err error) error {
+func batchRefusal(err error, lim *Limits) error {
 	var r *membudget.Refused
 	if errors.As(err, &r) && r.Budget == "request" {
-		return &portico.LimitError{Limit: portico.LimitBatchResponse, Max: g.limits.MaxBatchResponseBytes}
+		return &portico.LimitError{Limit: portico.LimitBatchResponse, Max: lim.MaxBatchResponseBytes}
 	}
 	return err
 }
@@ -306,18 +308,23 @@ func (g *Gateway) batchRefusal(err error) error {
 func (g *Gateway) subscribe(ctx context.Context, rq request, p *prepared) outcome {
 	key := rq.id.Name
 	g.subsMu.Lock()
-	if max := g.limits.MaxSubscriptionsPerKey; max > 0 && g.perKey[key] >= max {
+	if max := rq.st.limits.MaxSubscriptionsPerKey; max > 0 && g.perKey[key] >= max {
 		g.subsMu.Unlock()
 		return outcome{Err: &portico.LimitError{Limit: portico.LimitKeySubscriptions, Max: int64(max)}}
 	}
 	g.perKey[key]++
 	g.subsMu.Unlock()
+	// An open subscription keeps its network.Network in use: a reload
+	// that replaces it retires it only once the subscription ends.
+	use := rq.net.use
+	use.acquire()
 	return rq.net.Served.Subscribe(ctx, p.sub, p.subParams, rq.id, func() {
 		g.subsMu.Lock()
 		if g.perKey[key]--; g.perKey[key] <= 0 {
 			delete(g.perKey, key)
 		}
 		g.subsMu.Unlock()
+		use.release()
 	})
 }
 

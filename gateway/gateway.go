@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -60,6 +59,8 @@ type Network struct {
 	// Served answers the calls that pass the gateway's checks: the cache,
 	// the nodes and the subscriptions.
 	Served *network.Network
+
+	use *inUse // calls in flight and subscriptions open on Served (state.go)
 }
 
 // Limits are the limits the gateway holds clients to: portico.Limits,
@@ -92,24 +93,26 @@ type Config struct {
 
 // Gateway is the request-serving core with its two transports.
 type Gateway struct {
-	keys    Authenticator
-	byHost  map[string]*Network
-	byName  map[string]*Network
-	limits  Limits
-	subsMu  sync.Mutex
-	perKey  map[string]int // subscriptions per key name, over every network
-	hitOff  int            // percent of a hit's cost given back
-	meter   Meter
-	log     *slog.Logger
-	obs     observer
-	slots   slots // open TCP connections over all listeners, per client
-	wsConns atomic.Int64
-	wsKeys  addrCounts[string] // WebSocket connections per key name
-	mem     *membudget.Budget  // the process's memory budget
-	keyMem  *membudget.Keys    // each key's, under mem
+	keys Authenticator
+	// cur is what is served now: networks and limits (state.go).
+	cur      atomic.Pointer[state]
+	reloadMu sync.Mutex
+	// serverLimits are those NewServer builds into a server; a reload
+	// keeps them.
+	serverLimits Limits
+	subsMu       sync.Mutex
+	perKey       map[string]int // subscriptions per key name, over every network
+	meter        Meter
+	log          *slog.Logger
+	obs          observer
+	slots        slots // open TCP connections over all listeners, per client
+	wsConns      atomic.Int64
+	wsKeys       addrCounts[string] // WebSocket connections per key name
+	mem          *membudget.Budget  // the process's memory budget
+	keyMem       *membudget.Keys    // each key's, under mem
 
 	mu      sync.Mutex
-	sockets map[*jsonrpc.Conn]struct{}
+	sockets map[*jsonrpc.Conn]string // each socket's network
 	closing bool
 	wsWG    sync.WaitGroup // one per tracked socket
 }
@@ -117,36 +120,24 @@ type Gateway struct {
 // New builds a gateway. It starts nothing.
 func New(cfg Config) *Gateway {
 	g := &Gateway{
-		keys:    cfg.Keys,
-		byHost:  map[string]*Network{},
-		byName:  map[string]*Network{},
-		limits:  cfg.Limits,
-		perKey:  map[string]int{},
-		hitOff:  min(max(cfg.CacheHitDiscount, 0), 100),
-		meter:   cfg.Meter,
-		log:     cfg.Logger,
-		sockets: map[*jsonrpc.Conn]struct{}{},
+		keys:         cfg.Keys,
+		serverLimits: ServerLimits(cfg.Limits),
+		perKey:       map[string]int{},
+		meter:        cfg.Meter,
+		log:          cfg.Logger,
+		sockets:      map[*jsonrpc.Conn]string{},
 	}
 	g.slots.max, g.slots.perClient = cfg.Limits.MaxConnections, cfg.Limits.MaxConnectionsPerIP
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
-	memory := cfg.Limits.MemoryBytes
-	if memory <= 0 {
-		memory = membudget.DefaultProcessLimit()
-	}
-	g.mem = membudget.New("process", memory, nil)
+	g.mem = membudget.New("process", processMemory(cfg.Limits), nil)
 	g.keyMem = membudget.NewKeys(cfg.Limits.KeyMemoryBytes, g.mem)
 	g.obs = observer{metrics: cfg.Metrics, tracer: cfg.Tracer}
 	if a := cfg.AccessLog; a != nil && g.log.Enabled(context.Background(), slog.LevelInfo) {
 		g.obs.log, g.obs.sample = g.log, min(max(a.Sample, 0), 1)
 	}
-	for _, n := range cfg.Networks {
-		g.byName[n.Name] = n
-		for _, h := range n.Hosts {
-			g.byHost[strings.ToLower(h)] = n
-		}
-	}
+	g.cur.Store(newState(cfg.Networks, cfg.Limits, cfg.CacheHitDiscount, nil))
 	return g
 }
 
@@ -156,17 +147,17 @@ func (g *Gateway) Memory() *membudget.Budget { return g.mem }
 
 // Handler serves every network on one listener, choosing by Host.
 func (g *Gateway) Handler() fasthttp.RequestHandler {
-	return func(ctx *fasthttp.RequestCtx) { g.serve(ctx, nil) }
+	return func(ctx *fasthttp.RequestCtx) { g.serve(ctx, "") }
 }
 
 // NetworkHandler serves one network whatever the Host; nil if the name is
-// unknown.
+// unknown. When a reload removes the network, the handler answers that
+// it is no longer served (-32048).
 func (g *Gateway) NetworkHandler(name string) fasthttp.RequestHandler {
-	n := g.byName[name]
-	if n == nil {
+	if g.current().byName[name] == nil {
 		return nil
 	}
-	return func(ctx *fasthttp.RequestCtx) { g.serve(ctx, n) }
+	return func(ctx *fasthttp.RequestCtx) { g.serve(ctx, name) }
 }
 
 // Request headers larger than this are refused; it is also the read buffer
@@ -184,12 +175,12 @@ func (g *Gateway) NewServer(h fasthttp.RequestHandler) *fasthttp.Server {
 		Name:         "portico",
 		// A request's whole body is read before the handler runs, so the
 		// body limit is the server's; ErrorHandler answers it.
-		MaxRequestBodySize:    int(min(g.limits.MaxBodyBytes, int64(^uint(0)>>1))),
+		MaxRequestBodySize:    int(min(g.serverLimits.MaxBodyBytes, int64(^uint(0)>>1))),
 		ReadBufferSize:        maxHeaderBytes,
 		WriteBufferSize:       16 << 10,
-		ReadTimeout:           g.limits.ReadTimeout,
-		WriteTimeout:          g.limits.WriteTimeout,
-		IdleTimeout:           g.limits.IdleTimeout,
+		ReadTimeout:           g.serverLimits.ReadTimeout,
+		WriteTimeout:          g.serverLimits.WriteTimeout,
+		IdleTimeout:           g.serverLimits.IdleTimeout,
 		NoDefaultServerHeader: true,
 		NoDefaultContentType:  true,
 		// fasthttp's messages can quote a request line, which holds the

@@ -27,10 +27,10 @@ const (
 	wsPrefix   = "/ws/v3"
 )
 
-// serve is the entry of both listeners. fixed is the network of a
-// network's own listener, nil on the shared one. ctx is only valid until
+// serve is the entry of both listeners. fixed names the network of a
+// network's own listener, "" on the shared one. ctx is only valid until
 // serve returns; nothing started here outlives it.
-func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed *Network) {
+func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed string) {
 	path := ctx.Path()
 	var ws bool
 	var rest []byte
@@ -56,14 +56,20 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed *Network) {
 		g.fail(ctx, err, start)
 		return
 	}
-	n := fixed
-	if n == nil {
-		if n = g.byHost[hostOnly(string(ctx.Host()))]; n == nil {
+	var st *state
+	var n *Network
+	if fixed == "" {
+		host := hostOnly(string(ctx.Host()))
+		if st, n = g.acquire(func(s *state) *Network { return s.byHost[host] }); n == nil {
 			g.fail(ctx, portico.ErrNetworkUnknown, start)
 			return
 		}
+	} else if st, n = g.acquire(func(s *state) *Network { return s.byName[fixed] }); n == nil {
+		g.fail(ctx, networkGone(fixed), start)
+		return
 	}
-	rq := request{net: n, id: id}
+	defer n.use.release()
+	rq := request{net: n, id: id, st: st}
 	if err := allowed(id, n.Name, string(ctx.Request.Header.Peek("Origin"))); err != nil {
 		g.fail(ctx, err, start)
 		return
@@ -187,12 +193,33 @@ func (g *Gateway) fail(ctx *fasthttp.RequestCtx, err error, start time.Time) {
 	if !known {
 		g.log.Error("request failed", "path", redactPath(string(ctx.Path())), "err", err)
 	}
-	if errors.Is(err, portico.ErrNetworkUnknown) {
+	var gone *goneError
+	switch {
+	case errors.As(err, &gone):
+		e = &jsonrpc.Error{Code: e.Code, Message: gone.Error()}
+	case errors.Is(err, portico.ErrNetworkUnknown):
 		e = &jsonrpc.Error{Code: e.Code, Message: "unknown network host " + strconv.Quote(hostOnly(string(ctx.Host())))}
 	}
 	cors(&ctx.Response.Header)
 	g.write(ctx, status, jsonrpc.AppendError(ctx.Response.SwapBody(nil)[:0], nil, e), request{}, start)
 }
+
+// networkGone is the error of a call to a network that a config reload
+// removed, on the network's own listener (which stays open until a
+// restart) or on a WebSocket opened before.
+func networkGone(name string) error {
+	return &goneError{name: name}
+}
+
+// goneError is networkGone's error: -32048 with HTTP 404, like an
+// unknown host.
+type goneError struct{ name string }
+
+func (e *goneError) Error() string {
+	return "network " + strconv.Quote(e.name) + " is no longer served"
+}
+
+func (e *goneError) Unwrap() error { return portico.ErrNetworkUnknown }
 
 // errorBody is the response body of a request refused with err.
 func errorBody(err error) []byte {
@@ -209,7 +236,7 @@ func (g *Gateway) serverError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		e = &portico.LimitError{Limit: portico.LimitBody, Max: g.limits.MaxBodyBytes}
+		e = &portico.LimitError{Limit: portico.LimitBody, Max: g.serverLimits.MaxBodyBytes}
 	case errors.As(err, &small) || errors.Is(err, fasthttp.ErrSmallReadBuffer):
 		e = &portico.LimitError{Limit: portico.LimitHeaders, Max: maxHeaderBytes}
 	case errors.As(err, &ne) && ne.Timeout():

@@ -141,14 +141,15 @@ func (w *hijackWriter) writeHead(bw *bufio.Writer) {
 // as HTTP.
 func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq request) (serve func()) {
 	start := time.Now()
-	max := int64(g.limits.MaxWSConnections)
+	lim := &rq.st.limits
+	max := int64(lim.MaxWSConnections)
 	var refused *portico.LimitError
 	if g.wsConns.Add(1) > max {
 		g.wsConns.Add(-1)
 		refused = &portico.LimitError{Limit: portico.LimitConnections, Max: max}
-	} else if !g.wsKeys.take(rq.id.Name, g.limits.MaxWSConnectionsPerKey) {
+	} else if !g.wsKeys.take(rq.id.Name, lim.MaxWSConnectionsPerKey) {
 		g.wsConns.Add(-1)
-		refused = &portico.LimitError{Limit: portico.LimitWSPerKey, Max: int64(g.limits.MaxWSConnectionsPerKey)}
+		refused = &portico.LimitError{Limit: portico.LimitWSPerKey, Max: int64(lim.MaxWSConnectionsPerKey)}
 	}
 	if refused != nil {
 		e, status, _ := jsonrpc.ErrorFor(refused)
@@ -188,18 +189,18 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		return nil // Accept has answered the client
 	}
 	limits := jsonrpc.ConnLimits{
-		MaxMessageBytes:  g.limits.MaxWSMessageBytes,
+		MaxMessageBytes:  lim.MaxWSMessageBytes,
 		MaxInFlight:      maxInFlightPerSocket,
-		IdleTimeout:      g.limits.WSIdleTimeout,
-		MaxSubscriptions: g.limits.MaxSubscriptionsPerConnection,
-		MaxQueue:         g.limits.MaxNotificationQueue,
-		Memory:           membudget.New("connection", g.limits.ConnectionMemoryBytes, g.keyMem.Of(rq.id.Name)),
+		IdleTimeout:      lim.WSIdleTimeout,
+		MaxSubscriptions: lim.MaxSubscriptionsPerConnection,
+		MaxQueue:         lim.MaxNotificationQueue,
+		Memory:           membudget.New("connection", lim.ConnectionMemoryBytes, g.keyMem.Of(rq.id.Name)),
 	}
 	if hw, ok := w.(*hijackWriter); ok {
 		limits.SetWriteDeadline = hw.conn.SetWriteDeadline
 	}
 	c := jsonrpc.NewConn(ws, limits)
-	if !g.track(c) {
+	if !g.track(c, rq.net.Name) {
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
 		release()
 		return nil
@@ -211,20 +212,31 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		defer g.untrack(c)
 		defer g.obs.metrics.WebSocket(-1)
 		c.Serve(base, func(ctx context.Context, body []byte) []byte {
+			// Each message is served by the network of this name in the
+			// state of now: a reload's costs, limits and nodes reach open
+			// connections too.
+			rq := rq
+			name := rq.net.Name
+			if rq.st, rq.net = g.acquire(func(s *state) *Network { return s.byName[name] }); rq.net == nil {
+				e, _, _ := jsonrpc.ErrorFor(networkGone(name))
+				return jsonrpc.AppendError(nil, nil, &jsonrpc.Error{Code: e.Code, Message: networkGone(name).Error()})
+			}
+			defer rq.net.use.release()
 			out, _, _ := g.handle(ctx, rq, body, nil)
 			return out
 		})
 	}
 }
 
-// track registers a connection for Close; false when shutting down.
-func (g *Gateway) track(c *jsonrpc.Conn) bool {
+// track registers a connection of network name for Close and Reload;
+// false when shutting down.
+func (g *Gateway) track(c *jsonrpc.Conn, name string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closing {
 		return false
 	}
-	g.sockets[c] = struct{}{}
+	g.sockets[c] = name
 	g.wsWG.Add(1)
 	return true
 }

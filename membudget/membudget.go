@@ -22,7 +22,7 @@ import (
 // The zero value is not usable; make one with New.
 type Budget struct {
 	name   string
-	limit  int64 // <= 0: no bound of its own
+	limit  atomic.Int64 // <= 0: no bound of its own; SetLimit changes it
 	parent *Budget
 	used   atomic.Int64
 }
@@ -32,7 +32,18 @@ type Budget struct {
 // holds. name says what the budget is for ("process", "key",
 // "connection", "request") in errors and metrics.
 func New(name string, limit int64, parent *Budget) *Budget {
-	return &Budget{name: name, limit: limit, parent: parent}
+	b := &Budget{name: name, parent: parent}
+	b.limit.Store(limit)
+	return b
+}
+
+// SetLimit changes b's own limit (0 or less: none), as a config reload
+// does. Bytes already held stay held: a smaller limit refuses takes from
+// now on until enough is given back, it takes nothing away.
+func (b *Budget) SetLimit(limit int64) {
+	if b != nil {
+		b.limit.Store(limit)
+	}
 }
 
 // Take takes n bytes from b and every budget above it, or takes nothing
@@ -47,12 +58,12 @@ func (b *Budget) TakeErr(n int64) error {
 		return nil
 	}
 	for at := b; at != nil; at = at.parent {
-		if u := at.used.Add(n); at.limit > 0 && u > at.limit {
+		if u, limit := at.used.Add(n), at.limit.Load(); limit > 0 && u > limit {
 			at.used.Add(-n)
 			for undo := b; undo != at; undo = undo.parent {
 				undo.used.Add(-n)
 			}
-			return &Refused{Budget: at.name, LimitError: portico.LimitError{Limit: portico.LimitMemory, Max: at.limit}}
+			return &Refused{Budget: at.name, LimitError: portico.LimitError{Limit: portico.LimitMemory, Max: limit}}
 		}
 	}
 	return nil
@@ -93,7 +104,7 @@ func (b *Budget) Limit() int64 {
 	if b == nil {
 		return 0
 	}
-	return max(b.limit, 0)
+	return max(b.limit.Load(), 0)
 }
 
 // Name returns what the budget is for.
@@ -106,7 +117,7 @@ func (b *Budget) Parent() *Budget { return b.parent }
 // (which only Force can cause).
 func (b *Budget) Over() bool {
 	for at := b; at != nil; at = at.parent {
-		if at.limit > 0 && at.used.Load() > at.limit {
+		if limit := at.limit.Load(); limit > 0 && at.used.Load() > limit {
 			return true
 		}
 	}
@@ -134,13 +145,28 @@ func (r *Refused) Error() string { return r.LimitError.Error() }
 // budget), so their number is bounded by the store.
 type Keys struct {
 	parent *Budget
-	limit  int64
+	mu     sync.Mutex // orders SetLimit with the making of a budget
+	limit  atomic.Int64
 	m      sync.Map // key name -> *Budget
 }
 
 // NewKeys returns per-key budgets of limit bytes each under parent.
 func NewKeys(limit int64, parent *Budget) *Keys {
-	return &Keys{parent: parent, limit: limit}
+	k := &Keys{parent: parent}
+	k.limit.Store(limit)
+	return k
+}
+
+// SetLimit changes the limit of every key's budget, those made already
+// and those made later (see Budget.SetLimit).
+func (k *Keys) SetLimit(limit int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.limit.Store(limit)
+	k.m.Range(func(_, b any) bool {
+		b.(*Budget).SetLimit(limit)
+		return true
+	})
 }
 
 // Of returns the budget of the key called name.
@@ -151,6 +177,8 @@ func (k *Keys) Of(name string) *Budget {
 	if b, ok := k.m.Load(name); ok {
 		return b.(*Budget)
 	}
-	b, _ := k.m.LoadOrStore(name, New("key", k.limit, k.parent))
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	b, _ := k.m.LoadOrStore(name, New("key", k.limit.Load(), k.parent))
 	return b.(*Budget)
 }

@@ -147,3 +147,53 @@ func TestSystemMemory(t *testing.T) {
 		t.Errorf("DefaultProcessLimit() = %d, want %d", d, m/membudget.ProcessShare)
 	}
 }
+
+func TestSetLimit(t *testing.T) {
+	tests := []struct {
+		name     string
+		held     int64
+		limit    int64
+		take     int64
+		taken    bool
+		wantOver bool
+	}{
+		{"raised", 90, 200, 100, true, false},
+		{"lowered below what is held", 90, 50, 1, false, true},
+		{"lowered, still room", 10, 50, 40, true, false},
+		{"no bound", 90, 0, 1000, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := membudget.New("process", 100, nil)
+			b.Force(tc.held)
+			b.SetLimit(tc.limit)
+			if b.Over() != tc.wantOver {
+				t.Fatalf("Over() = %v, want %v", b.Over(), tc.wantOver)
+			}
+			if got := b.Take(tc.take); got != tc.taken {
+				t.Fatalf("Take(%d) = %v, want %v", tc.take, got, tc.taken)
+			}
+			if b.Limit() != max(tc.limit, 0) {
+				t.Fatalf("Limit() = %d, want %d", b.Limit(), tc.limit)
+			}
+		})
+	}
+}
+
+func TestKeysSetLimit(t *testing.T) {
+	k := membudget.NewKeys(10, nil)
+	before := k.Of("a")
+	if before.Take(11) {
+		t.Fatal("a key's budget of 10 took 11")
+	}
+	k.SetLimit(20)
+	after := k.Of("b")
+	for _, b := range []*membudget.Budget{before, after} {
+		if !b.Take(11) {
+			t.Fatal("a key's budget raised to 20 refused 11")
+		}
+		if b.Limit() != 20 {
+			t.Fatalf("Limit() = %d, want 20", b.Limit())
+		}
+	}
+}

@@ -97,14 +97,15 @@ type nodesMark struct {
 // admin API.
 func (m *Main) nodes() any {
 	var out []nodesNetwork
-	for _, n := range m.Config.Networks {
-		p := m.pools[n.Name]
-		if p == nil {
-			continue
-		}
+	cur := m.cur.Load()
+	if cur == nil {
+		return out
+	}
+	for _, sn := range cur.nets {
+		p, n := sn.res.pool, sn.cfg
 		heads := p.Heads()
 		nn := nodesNetwork{Name: n.Name, Heads: heads, Marks: []nodesMark{}, MaxLag: p.MaxLag(), Nodes: p.Nodes()}
-		if v := m.views[n.Name]; v != nil {
+		if v := sn.res.view; v != nil {
 			for _, mk := range v.marks {
 				num, _ := heads.Of(mk.head)
 				nn.Marks = append(nn.Marks, nodesMark{Tag: mk.tag, Number: num})

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -90,14 +89,11 @@ func (m *Main) ready(ctx context.Context) readiness {
 		}
 		r.Checks[name] = "ok"
 	}
-	for _, n := range m.Config.Networks {
-		p := m.pools[n.Name]
-		if p == nil {
-			check("network "+n.Name, errors.New("not started"))
-			continue
+	if cur := m.cur.Load(); cur != nil {
+		for _, sn := range cur.nets {
+			// Nodes are named by label or redacted URL: no secret here.
+			check("network "+sn.cfg.Name, sn.res.pool.Ready())
 		}
-		// Nodes are named by label or redacted URL: no secret here.
-		check("network "+n.Name, p.Ready())
 	}
 	check("store", m.Store.Ping(ctx))
 	if m.Meter != nil {
@@ -183,9 +179,13 @@ func (m *Main) attemptObserver(network string) func(node string, took time.Durat
 
 // nodeStates returns every network's node states, for the metrics.
 func (m *Main) nodeStates() map[string][]upstream.NodeState {
-	out := make(map[string][]upstream.NodeState, len(m.pools))
-	for name, p := range m.pools {
-		out[name] = p.Nodes()
+	cur := m.cur.Load()
+	if cur == nil {
+		return nil
+	}
+	out := make(map[string][]upstream.NodeState, len(cur.nets))
+	for _, sn := range cur.nets {
+		out[sn.cfg.Name] = sn.res.pool.Nodes()
 	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -67,12 +68,7 @@ func (c *ServeCmd) Run(ctx context.Context, s *Streams) error {
 			return err
 		}
 	}
-	if c.Listen != "" {
-		cfg.Listen = c.Listen
-	}
-	if c.DataDir != "" {
-		cfg.DataDir = c.DataDir
-	}
+	c.override(&cfg)
 	if c.Pprof != "" {
 		ln, err := net.Listen("tcp", c.Pprof)
 		if err != nil {
@@ -86,11 +82,15 @@ func (c *ServeCmd) Run(ctx context.Context, s *Streams) error {
 		go srv.Serve(ln)
 		defer srv.Close()
 	}
-	m := &Main{Config: cfg, Stdout: s.Out, Stderr: s.Err, DevDashboard: c.DevDashboard}
+	m := &Main{Config: cfg, Stdout: s.Out, Stderr: s.Err, DevDashboard: c.DevDashboard,
+		ConfigPath: c.Config, Overrides: c.override}
 	if err := m.Run(ctx); err != nil {
 		m.Close()
 		return err
 	}
+	// SIGHUP reloads the config file (docs/operations.md).
+	stopHUP := m.reloadOnHangup(ctx)
+	defer stopHUP()
 	if !c.NoAuth {
 		a, err := startServeAuth(ctx, c, cfg.Listen, cfg.DataDir, m.log, s)
 		if err != nil {
@@ -103,9 +103,21 @@ func (c *ServeCmd) Run(ctx context.Context, s *Streams) error {
 	return m.Close()
 }
 
+// override applies the command line's settings over a config.
+func (c *ServeCmd) override(cfg *config.Config) {
+	if c.Listen != "" {
+		cfg.Listen = c.Listen
+	}
+	if c.DataDir != "" {
+		cfg.DataDir = c.DataDir
+	}
+}
+
 // Main is a running portico serve: it owns the listeners, the gateway and
 // the embedded devnets. Fill Config, call Run, and Close when done.
 type Main struct {
+	// Config is the config Run starts with; a reload serves another
+	// without changing this one.
 	Config config.Config
 	Stdout io.Writer
 	Stderr io.Writer
@@ -113,7 +125,13 @@ type Main struct {
 	// admin token when Config has no admin.token (devAdminToken).
 	DevDashboard bool
 
-	// Set by Run.
+	// ConfigPath is the config file Reload reads again ("" when serve
+	// runs on the embedded defaults, which nothing reloads); Overrides,
+	// when set, applies the command line's settings over what it reads.
+	ConfigPath string
+	Overrides  func(*config.Config)
+
+	// Set by Run, as Run started them (a reload changes none of these).
 	Key      string     // the dev key, when Config has no keys
 	Shared   string     // the shared listener's address
 	Networks []Endpoint // one per network, in config order
@@ -126,14 +144,28 @@ type Main struct {
 	MetricsAddr string
 
 	log     *slog.Logger
-	logBuf  io.Closer                 // the log's buffer, closed last; nil when unbuffered
-	metrics *metrics.Metrics          // nil when metrics.disabled
-	tracer  trace.Tracer              // nil when tracing is off
-	pools   map[string]*upstream.Pool // by network
-	views   map[string]*networkView   // by network: its heads and the calls they answered
-	gw      *gateway.Gateway
-	cache   *network.Cache
-	servers []*fasthttp.Server
+	logBuf  io.Closer        // the log's buffer, closed last; nil when unbuffered
+	metrics *metrics.Metrics // nil when metrics.disabled
+	tracer  trace.Tracer     // nil when tracing is off
+	// cur is the config served now and its networks (reload.go).
+	cur atomic.Pointer[servedConfig]
+	// live are the networks' resources not closed yet: those served and
+	// those a reload retired that still have calls or subscriptions.
+	liveMu   sync.Mutex
+	live     map[*netResources]struct{}
+	reloadMu sync.Mutex
+	closed   bool // under reloadMu: no reload after Close
+	// closing is closed by Close: the networks a reload retired are
+	// closed by Close then, idle or not (retiring waits for them).
+	closing  chan struct{}
+	retiring sync.WaitGroup
+	netMeter network.Meter
+	// ownListeners are the networks' own listener addresses, by name,
+	// opened at start or by a reload; a reload never closes one.
+	ownListeners map[string]string
+	gw           *gateway.Gateway
+	cache        *network.Cache
+	servers      []*fasthttp.Server
 	// listeners are closed after Shutdown too: a server whose Serve had
 	// not started yet when Shutdown ran would otherwise accept forever.
 	listeners []net.Listener
@@ -165,6 +197,8 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := checkConfig(cfg); err != nil {
 		return err
 	}
+	m.ownListeners = map[string]string{}
+	m.closing = make(chan struct{})
 	logw, logBuf := bufferLogs(m.Stderr)
 	m.logBuf = logBuf
 	m.log = newLogger(logw, cfg.Log)
@@ -239,14 +273,25 @@ func (m *Main) Run(ctx context.Context) error {
 		m.cache = network.NewCache(cfg.Cache.MaxBytes, shared)
 	}
 
+	m.netMeter = netMeter
 	var nets []*gateway.Network
+	cur := &servedConfig{cfg: *cfg, byName: map[string]*servedNetwork{}}
 	for i := range cfg.Networks {
 		n, err := m.network(ctx, &cfg.Networks[i], netMeter, cfg.Cache.CoalesceDisabled)
 		if err != nil {
 			return fmt.Errorf("network %s: %w", cfg.Networks[i].Name, err)
 		}
-		nets = append(nets, n)
+		m.track(n.res)
+		if n.res.devnet != nil {
+			if m.Devnets == nil {
+				m.Devnets = map[string]families.Devnet{}
+			}
+			m.Devnets[n.cfg.Name] = n.res.devnet
+		}
+		cur.add(n)
+		nets = append(nets, n.gw)
 	}
+	m.cur.Store(cur)
 	m.gw = gateway.New(gateway.Config{
 		Keys:             store.NewAuthenticator(st, cfg.Store.KeyCacheTTL),
 		Meter:            gwMeter,
@@ -271,7 +316,7 @@ func (m *Main) Run(ctx context.Context) error {
 	var dash *dashboardLinks // the dashboard's endpoint URLs, once known
 	if cfg.Admin.Token != "" {
 		api, err := admin.New(admin.Config{Token: cfg.Admin.Token, Store: st, Meter: meter,
-			DefaultDailyCredits: cfg.Metering.DefaultDailyCredits, Logger: m.log, Nodes: m.nodes})
+			DefaultDailyCredits: cfg.Metering.DefaultDailyCredits, Logger: m.log, Nodes: m.nodes, Reload: m.reloadFromAdmin})
 		if err != nil {
 			return err
 		}
@@ -307,6 +352,7 @@ func (m *Main) Run(ctx context.Context) error {
 			if ep.Addr, err = m.listen(a, m.gw.NetworkHandler(n.Name)); err != nil {
 				return fmt.Errorf("network %s: %w", n.Name, err)
 			}
+			m.ownListeners[n.Name] = a
 		}
 		m.Networks = append(m.Networks, ep)
 	}
@@ -321,6 +367,12 @@ func (m *Main) listen(addr string, h fasthttp.RequestHandler) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	m.serve(ln, h)
+	return ln.Addr().String(), nil
+}
+
+// serve serves h on ln until Close.
+func (m *Main) serve(ln net.Listener, h fasthttp.RequestHandler) {
 	srv := m.gw.NewServer(h)
 	m.servers = append(m.servers, srv)
 	m.listeners = append(m.listeners, ln)
@@ -329,16 +381,23 @@ func (m *Main) listen(addr string, h fasthttp.RequestHandler) (string, error) {
 			m.log.Error("listener stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	})
-	return ln.Addr().String(), nil
 }
 
 // network builds one network: its method table and its upstream pool,
-// starting an embedded devnet when it has no upstream.
-func (m *Main) network(ctx context.Context, n *config.Network, meter network.Meter, noCoalesce bool) (*gateway.Network, error) {
+// starting an embedded devnet when it has no upstream. What it opens is
+// closed with the network (servedNetwork.close), by Close or, once a
+// reload has replaced it and it is idle, by the reload.
+func (m *Main) network(ctx context.Context, n *config.Network, meter network.Meter, noCoalesce bool) (_ *servedNetwork, err error) {
 	fam, err := families.Get(n.Family)
 	if err != nil {
 		return nil, err
 	}
+	res := &netResources{}
+	defer func() {
+		if err != nil {
+			res.close()
+		}
+	}()
 	var members []upstream.Member
 	for _, u := range n.Upstreams {
 		node, err := upstream.Dial(u.URL, m.nodeOptions())
@@ -352,49 +411,48 @@ func (m *Main) network(ctx context.Context, n *config.Network, meter network.Met
 		member := upstream.Member{Name: name, Node: node}
 		if u.WSURL != "" {
 			ws := upstream.NewWebSocket(u.WSURL, m.nodeOptions())
-			m.closers = append(m.closers, ws)
+			res.closers = append(res.closers, ws)
 			member.Subs = ws
 		}
 		members = append(members, member)
 	}
 	embedded := len(members) == 0 && !n.Devnet.Disabled
 	if embedded {
-		member, err := m.devnet(ctx, fam, n)
+		member, err := m.devnet(ctx, fam, n, res)
 		if err != nil {
 			return nil, err
 		}
 		members = append(members, member)
 	}
 	table := fam.Table(embedded)
-	view := newNetworkView(table.Chain)
-	methods, err := gateway.NewMethods(view.counting(table), gateway.MethodsConfig{Allow: n.Methods, Enable: n.Enable, Costs: n.Costs, DefaultCost: n.DefaultCost, NotificationCosts: n.NotificationCosts})
+	res.view = newNetworkView(table.Chain)
+	res.table = res.view.counting(table)
+	methods, err := gateway.NewMethods(res.table, methodsConfig(n))
 	if err != nil {
 		return nil, err
 	}
 	if len(members) == 0 {
 		m.log.Warn("network has no upstream; its calls fail until one is configured", "network", n.Name, "family", n.Family)
 	}
-	pool := upstream.NewPool(upstream.PoolConfig{
+	res.pool = upstream.NewPool(upstream.PoolConfig{
 		Network: n.Name, Members: members, Timeout: n.Timeout, AttemptTimeout: n.AttemptTimeout, Logger: m.log,
 		Chain: table.Chain, ChainID: n.ChainID, MaxLag: n.MaxLag, PollInterval: n.PollInterval,
 		Hedge:     upstream.Hedge{Disabled: n.Hedge.Disabled, MinDelay: n.Hedge.MinDelay, MaxDelay: n.Hedge.MaxDelay},
 		OnAttempt: m.attemptObserver(n.Name), Tracer: m.tracer,
 	})
-	m.closers = append(m.closers, pool)
-	if err := pool.Start(ctx); err != nil {
+	res.closers = append(res.closers, res.pool)
+	if err := res.pool.Start(ctx); err != nil {
 		return nil, err
 	}
-	if m.pools == nil {
-		m.pools = map[string]*upstream.Pool{}
-	}
-	m.pools[n.Name] = pool
-	if m.views == nil {
-		m.views = map[string]*networkView{}
-	}
-	m.views[n.Name] = view
-	served := network.New(network.Config{Name: n.Name, Upstream: pool, Tags: methods.Chain().Tags, KeyForm: methods.KeyForm(), Subs: methods.Subscriptions(),
+	res.served = network.New(network.Config{Name: n.Name, Upstream: res.pool, Tags: methods.Chain().Tags, KeyForm: methods.KeyForm(), Subs: methods.Subscriptions(),
 		Cache: m.cache, NoCoalesce: noCoalesce, Meter: meter, Logger: m.log, Metrics: m.metrics})
-	return &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Served: served}, nil
+	return &servedNetwork{cfg: *n, res: res,
+		gw: &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Served: res.served}}, nil
+}
+
+// methodsConfig is what a network's config says of its method table.
+func methodsConfig(n *config.Network) gateway.MethodsConfig {
+	return gateway.MethodsConfig{Allow: n.Methods, Enable: n.Enable, Costs: n.Costs, DefaultCost: n.DefaultCost, NotificationCosts: n.NotificationCosts}
 }
 
 // nodeOptions are the options of every node: answers bounded by
@@ -405,19 +463,16 @@ func (m *Main) nodeOptions() *upstream.Options {
 
 // devnet starts the family's embedded devnet for network n, prints what
 // it offers, and returns it as an upstream member called in-process.
-func (m *Main) devnet(ctx context.Context, fam families.Family, n *config.Network) (upstream.Member, error) {
+func (m *Main) devnet(ctx context.Context, fam families.Family, n *config.Network, res *netResources) (upstream.Member, error) {
 	d, err := fam.NewDevnet(devnetConfig(m.Config.DataDir, m.log, n))
 	if err != nil {
 		return upstream.Member{}, err
 	}
-	m.closers = append(m.closers, d)
+	res.closers = append(res.closers, d)
 	if err := d.Start(ctx); err != nil {
 		return upstream.Member{}, err
 	}
-	if m.Devnets == nil {
-		m.Devnets = map[string]families.Devnet{}
-	}
-	m.Devnets[n.Name] = d
+	res.devnet = d
 	h := d.Handler()
 	if h == nil {
 		return upstream.Member{}, fmt.Errorf("embedded %s devnet has no JSON-RPC handler", n.Family)
@@ -432,10 +487,10 @@ func (m *Main) devnet(ctx context.Context, fam families.Family, n *config.Networ
 	if fam.Subscriber != nil {
 		s, closeSubs := fam.Subscriber(d)
 		member.Subs = s
-		m.closers = append(m.closers, closerFunc(closeSubs))
+		res.closers = append(res.closers, closerFunc(closeSubs))
 	} else if u := d.WSURL(); u != "" {
 		ws := upstream.NewWebSocket(u, m.nodeOptions())
-		m.closers = append(m.closers, ws)
+		res.closers = append(res.closers, ws)
 		member.Subs = ws
 	}
 	return member, nil
@@ -504,6 +559,13 @@ func (m *Main) Close() error {
 }
 
 func (m *Main) close() error {
+	m.reloadMu.Lock()
+	m.closed = true
+	if m.closing != nil {
+		close(m.closing)
+	}
+	m.reloadMu.Unlock()
+	m.retiring.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if m.gw != nil {
@@ -519,6 +581,13 @@ func (m *Main) close() error {
 		_ = ln.Close() // already closed by Shutdown when Serve had started
 	}
 	m.wg.Wait()
+	m.liveMu.Lock()
+	live := m.live
+	m.live = nil
+	m.liveMu.Unlock()
+	for res := range live {
+		errs = append(errs, res.close())
+	}
 	for i := len(m.closers) - 1; i >= 0; i-- {
 		errs = append(errs, m.closers[i].Close())
 	}
