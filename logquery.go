@@ -115,3 +115,19 @@ func (e *LogsTooLargeError) ErrorCode() int { return CodeLogsTooLarge }
 // asked (its range, addresses or topics), so that it costs nothing; a
 // query stopped at the logs cap made the nodes work and stays charged.
 func (e *LogsTooLargeError) BeforeWork() bool { return e.Bound != LogBoundLogs }
+
+// DefaultLogSettings are a network's log settings when its config says
+// nothing (docs/logs.md gives the reasons): ranges up to 100,000 blocks
+// split into chunks of 1,000 blocks, 4 at the nodes at once; up to 1,000
+// addresses and 1,000 topic values; up to 10,000 logs in an answer; the
+// method's cost once per 1,000 blocks.
+func DefaultLogSettings() LogSettings {
+	return LogSettings{
+		LogLimits:  LogLimits{MaxBlockRange: 100_000, MaxAddresses: 1000, MaxTopics: 1000, MaxLogs: 10_000},
+		NodeRange:  1000,
+		Parallel:   4,
+		Cost:       LogCostRange,
+		CostBlocks: 1000,
+		CostPerLog: 1,
+	}
+}
