@@ -249,6 +249,10 @@ func (l *Logs) UnmarshalYAML(v *yaml.Node) error {
 	return nil
 }
 
+// LogsOf is a logs block that says s in full, as a config built in code
+// (tests, tools) sets it.
+func LogsOf(s portico.LogSettings) Logs { return Logs{LogSettings: s, set: true} }
+
 // Settings returns the network's log settings: the defaults when its
 // config has no logs block.
 func (l Logs) Settings() portico.LogSettings {

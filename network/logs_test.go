@@ -14,6 +14,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/chain/evm"
+	"github.com/porticohq/portico/chain/starknet"
 	"github.com/porticohq/portico/chainview"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/upstream"
@@ -248,6 +249,37 @@ func TestSplitLogs(t *testing.T) {
 			}
 			if node.refuseOver > 0 && node.refusal != "query returned more than 10000 results" && n.nodeRange.Load() > node.refuseOver {
 				t.Errorf("node range %d after the node said it takes %d", n.nodeRange.Load(), node.refuseOver)
+			}
+		})
+	}
+}
+
+// TestEventsBounded: the rollup's getEvents is held to the same bounds
+// (its keys count as topics) but never split: it pages with a token.
+func TestEventsBounded(t *testing.T) {
+	node := logsNode{head: 50000, logsPer: func(uint64) int { return 0 }, mu: new(sync.Mutex)}
+	n := New(Config{Name: "net", Upstream: &node, Logs: portico.LogSettings{LogLimits: portico.LogLimits{MaxBlockRange: 1000, MaxTopics: 2}, NodeRange: 10}})
+	for _, tc := range []struct {
+		name, params string
+		want         portico.LogsTooLargeError
+	}{
+		{"range", `{"filter":{"from_block":{"block_number":5},"to_block":{"block_number":5004},"chunk_size":10}}`,
+			portico.LogsTooLargeError{Bound: portico.LogBoundRange, Max: 1000, Got: 5000, Suggest: true, From: 5, To: 1004}},
+		{"keys", `{"filter":{"from_block":{"block_number":5},"to_block":{"block_number":6},"keys":[["0x1","0x2"],["0x3"]],"chunk_size":10}}`,
+			portico.LogsTooLargeError{Bound: portico.LogBoundTopics, Max: 2, Got: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := starknet.GetEventsParams(jsontext.Value(tc.params))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := n.Call(context.Background(), Call{Method: &portico.Method{Name: "starknet_getEvents"}, Params: p}, nil)
+			var e *portico.LogsTooLargeError
+			if !errors.As(out.Err, &e) || *e != tc.want {
+				t.Fatalf("error %v, want %v", out.Err, &tc.want)
+			}
+			if node.calls != 0 {
+				t.Errorf("%d node calls", node.calls)
 			}
 		})
 	}
