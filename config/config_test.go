@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,5 +173,30 @@ func TestLogs(t *testing.T) {
 	want.MaxBlockRange, want.MaxLogs, want.NodeRange, want.Cost, want.CostPerLog = 20000, 0, 500, portico.LogCostLogs, 2
 	if got := cfg.Networks[1].Logs.Settings(); got != want {
 		t.Errorf("logs block: %+v, want %+v", got, want)
+	}
+}
+
+// TestLogsDoc keeps the defaults docs/logs.md shows in step with
+// portico.DefaultLogSettings.
+func TestLogsDoc(t *testing.T) {
+	doc, err := os.ReadFile("../docs/logs.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := portico.DefaultLogSettings()
+	for field, value := range map[string]string{
+		"max_block_range": fmt.Sprint(d.MaxBlockRange),
+		"max_addresses":   fmt.Sprint(d.MaxAddresses),
+		"max_topics":      fmt.Sprint(d.MaxTopics),
+		"max_logs":        fmt.Sprint(d.MaxLogs),
+		"node_range":      fmt.Sprint(d.NodeRange),
+		"parallel":        fmt.Sprint(d.Parallel),
+		"cost":            "`" + d.Cost + "`",
+		"cost_blocks":     fmt.Sprint(d.CostBlocks),
+		"cost_per_log":    fmt.Sprint(d.CostPerLog),
+	} {
+		if row := fmt.Sprintf("| `%s` | %s |", field, value); !strings.Contains(string(doc), row) {
+			t.Errorf("docs/logs.md has no row %q", row)
+		}
 	}
 }
