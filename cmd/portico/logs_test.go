@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -60,13 +64,87 @@ func mustResult(t *testing.T, url, method, params string) json.RawMessage {
 	return a.Result
 }
 
-// logsChain starts anvil and builds a chain of more than 10,000 blocks
-// with logs spread over it: an emitter contract called one to three times
-// in a row (a log each, in blocks of their own), then 100 empty blocks
-// (anvil_mine), 100 times. It returns the node and its head.
+// logsFixture is logsChain's chain as anvil_dumpState wrote it (gzip):
+// loading it takes seconds where mining its blocks takes minutes.
+// PORTICO_WRITE_FIXTURES=1 writes it again (TestLogsChainFixture).
+const logsFixture = "../../testdata/anvil/logs-chain.json.gz"
+
+// logsChain starts anvil with the chain of logsFixture, or builds it when
+// the fixture is not there (see buildLogsChain), and returns the node and
+// its head.
 func logsChain(t testing.TB) (*anvil.Node, uint64) {
 	t.Helper()
+	raw, err := os.ReadFile(logsFixture)
+	if errors.Is(err, os.ErrNotExist) {
+		return buildLogsChain(t)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	node, err := anvil.Start(ctx, anvil.Options{Args: []string{"--prune-history", "64"}})
+	if errors.Is(err, anvil.ErrNotInstalled) && !anvil.Strict() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	var ok bool
+	if err := nodeRPC(node.URL(), "anvil_loadState", "["+string(dump)+"]", &ok); err != nil || !ok {
+		t.Fatalf("load %s: %v", logsFixture, err)
+	}
+	var head string
+	if err := nodeRPC(node.URL(), "eth_blockNumber", `[]`, &head); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.ParseUint(strings.TrimPrefix(head, "0x"), 16, 64)
+	if n < 10_200 {
+		t.Fatalf("head %d after loading %s, want more than 10,200 blocks", n, logsFixture)
+	}
+	return node, n
+}
+
+// TestLogsChainFixture writes logsFixture again from a chain built anew,
+// with PORTICO_WRITE_FIXTURES=1.
+func TestLogsChainFixture(t *testing.T) {
+	if os.Getenv("PORTICO_WRITE_FIXTURES") != "1" {
+		t.Skip("set PORTICO_WRITE_FIXTURES=1 to write " + logsFixture)
+	}
+	node, _ := buildLogsChain(t)
+	var dump json.RawMessage
+	if err := nodeRPC(node.URL(), "anvil_dumpState", `[]`, &dump); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw.Write(dump)
+	zw.Close()
+	if err := os.MkdirAll(filepath.Dir(logsFixture), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(logsFixture, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s: %d bytes", logsFixture, buf.Len())
+}
+
+// buildLogsChain starts anvil and builds a chain of more than 10,000 blocks
+// with logs spread over it: an emitter contract called one to three times
+// in a row (a log each, in blocks of their own), then 101 empty blocks
+// (anvil_mine), 100 times. It returns the node and its head.
+func buildLogsChain(t testing.TB) (*anvil.Node, uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	// Mining is what takes the time (thousands of blocks); keeping only
 	// the newest states makes it faster, and logs need none.
@@ -109,7 +187,7 @@ func logsChain(t testing.TB) (*anvil.Node, uint64) {
 		for range 1 + i%3 {
 			call("eth_sendTransaction", fmt.Sprintf(`[{"from":%q,"to":%q,"gas":"0x186a0"}]`, from, receipt.ContractAddress))
 		}
-		call("anvil_mine", `["0x64"]`)
+		call("anvil_mine", `["0x65"]`)
 	}
 	var head string
 	json.Unmarshal(call("eth_blockNumber", `[]`), &head)
