@@ -212,9 +212,15 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			if extra == 0 {
 				continue
 			}
-			if _, err := g.meter.Charge(ctx, rq.id, []metering.Item{{Method: preps[i].m.Name, Cost: extra}}); err != nil {
+			b, err := g.meter.Charge(ctx, rq.id, []metering.Item{{Method: preps[i].m.Name, Cost: extra}})
+			if err != nil {
 				outs[i] = outcome{Err: err}
 				continue
+			}
+			if bill != nil && b.Day == bill.Day {
+				// The request's credit headers tell both charges.
+				bill.Charged += extra
+				bill.Used = max(bill.Used, b.Used)
 			}
 			if after == nil {
 				after = make([]int64, len(outs))

@@ -285,6 +285,7 @@ func TestLogsAnvil(t *testing.T) {
 	cfg.Networks = []config.Network{
 		{Name: "anvil", Family: "evm", Upstreams: []config.Upstream{{URL: node.URL()}}, Logs: settings(func(*portico.LogSettings) {})},
 		{Name: "capped", Family: "evm", Upstreams: []config.Upstream{{URL: node.URL()}}, Logs: settings(func(s *portico.LogSettings) { s.MaxLogs = 50 })},
+		{Name: "perlog", Family: "evm", Upstreams: []config.Upstream{{URL: node.URL()}}, Logs: settings(func(s *portico.LogSettings) { s.Cost, s.CostPerLog = portico.LogCostLogs, 2 })},
 		{Name: "narrow", Family: "evm", Upstreams: []config.Upstream{{URL: node.URL()}}, Logs: settings(func(s *portico.LogSettings) { s.MaxBlockRange = 5000 })},
 		{Name: "geth", Family: "evm", Upstreams: []config.Upstream{{URL: geth.srv.URL}}, Logs: settings(func(s *portico.LogSettings) { s.NodeRange = 5000 })},
 		{Name: "erigon", Family: "evm", Upstreams: []config.Upstream{{URL: erigon.srv.URL}}, Logs: settings(func(s *portico.LogSettings) { s.NodeRange = 0 })},
@@ -310,6 +311,17 @@ func TestLogsAnvil(t *testing.T) {
 		latest := fmt.Sprintf(`[{"fromBlock":"0x%x"}]`, head-4321)
 		got := mustResult(t, s.url(t, "anvil"), "eth_getLogs", latest)
 		sameLogs(t, "to latest", got, mustResult(t, node.URL(), "eth_getLogs", fmt.Sprintf(`[{"fromBlock":"0x%x","toBlock":"0x%x"}]`, head-4321, head)))
+	})
+
+	t.Run("cost per log", func(t *testing.T) {
+		a, credits := logsCall(t, s.url(t, "perlog"), "eth_getLogs", filter)
+		if a.Error != nil {
+			t.Fatalf("%d %s", a.Error.Code, a.Error.Message)
+		}
+		n := sameLogs(t, "per log", a.Result, want)
+		if want := fmt.Sprint(255 + 2*n); credits != want {
+			t.Errorf("X-Credits-Used %q, want %s (255 and 2 for each of %d logs)", credits, want, n)
+		}
 	})
 
 	t.Run("logs cap suggests a range that fits", func(t *testing.T) {
