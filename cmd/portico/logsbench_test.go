@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,38 +11,21 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/internal/anvil"
 )
 
 // TestLogsBenchmark measures eth_getLogs over 10,000 blocks through
 // portico with 3 nodes: split into chunks of 1,000 blocks (4 at the nodes
 // at once) versus sent whole to a node that takes it, each asked once on
 // a network of its own (so that no chunk comes from the cache). The nodes
-// are three anvils with one chain: built on the first, copied to the
-// others (anvil_dumpState, anvil_loadState). It runs only with
+// are three anvils with one chain (logsFixture). It runs only with
 // PORTICO_BENCH=logs; docs/benchmarks.md has its numbers.
 func TestLogsBenchmark(t *testing.T) {
 	if os.Getenv("PORTICO_BENCH") != "logs" {
 		t.Skip("set PORTICO_BENCH=logs to run")
 	}
-	first, _ := logsChain(t)
-	var dump json.RawMessage
-	if err := nodeRPC(first.URL(), "anvil_dumpState", `[]`, &dump); err != nil {
-		t.Fatal(err)
-	}
-	urls := []string{first.URL()}
-	for range 2 {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		n, err := anvil.Start(ctx, anvil.Options{Args: []string{"--prune-history", "64"}})
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Close() })
-		var ok bool
-		if err := nodeRPC(n.URL(), "anvil_loadState", "["+string(dump)+"]", &ok); err != nil || !ok {
-			t.Fatalf("load state: %v", err)
-		}
+	var urls []string
+	for range 3 {
+		n, _ := logsChain(t)
 		urls = append(urls, n.URL())
 	}
 	var counters []*refusingNode
