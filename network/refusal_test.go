@@ -53,3 +53,18 @@ func TestParseRefusal(t *testing.T) {
 		t.Error("a transport error read as a node's refusal")
 	}
 }
+
+// FuzzParseRefusal: any message is read without a panic, and a range a
+// node suggests is never backwards.
+func FuzzParseRefusal(f *testing.F) {
+	f.Add("query exceeds max results 20000, retry with the range 24383075-24383096")
+	f.Add("this block range should work: [0x123c9b2, 0x123cba5]")
+	f.Add("exceed maximum block range: 99999999999999999999999")
+	f.Add("range 1 exceeds limit of ,,,")
+	f.Fuzz(func(t *testing.T, msg string) {
+		r, ok := parseRefusal(msg)
+		if ok && r.suggest && r.from > r.to {
+			t.Errorf("%q: suggested range [%d, %d] is backwards", msg, r.from, r.to)
+		}
+	})
+}
