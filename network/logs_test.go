@@ -284,3 +284,34 @@ func TestEventsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitLogsCachesFinalChunks: chunks whose blocks are all final are
+// kept, and a second query that starts at another block asks the nodes
+// only for the chunks that are not final.
+func TestSplitLogsCachesFinalChunks(t *testing.T) {
+	node := logsNode{head: 20000, finalized: 8000, logsPer: func(b uint64) int { return int(b % 2) }, mu: new(sync.Mutex)}
+	cache := NewCache(64<<20, nil)
+	t.Cleanup(cache.Close)
+	n := New(Config{Name: "net", Upstream: &node, Cache: cache, Logs: portico.LogSettings{NodeRange: 1000, Parallel: 4}})
+	first := n.Call(context.Background(), getLogs(t, `{"fromBlock":"0x1","toBlock":"0x2710"}`), nil)
+	if first.Err != nil {
+		t.Fatal(first.Err)
+	}
+	if node.calls != 11 {
+		t.Fatalf("%d node calls for 11 chunks", node.calls)
+	}
+	node.calls = 0
+	// 1,000 to 10,000: a query that starts elsewhere shares the chunks.
+	second := n.Call(context.Background(), getLogs(t, `{"fromBlock":"0x3e8","toBlock":"0x2710"}`), nil)
+	if second.Err != nil {
+		t.Fatal(second.Err)
+	}
+	if string(second.Result) != string(node.answer(1000, 10000)) {
+		t.Error("the answer from cached chunks differs from the node's own")
+	}
+	// 1,000-7,999 come from the cache (7 chunks); 8,000-8,999, 9,000-9,999
+	// and 10,000 are not final.
+	if node.calls != 3 {
+		t.Errorf("%d node calls, want 3 (the chunks that are not final)", node.calls)
+	}
+}
