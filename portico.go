@@ -60,6 +60,9 @@ type Params struct {
 	Pin func(n uint64) jsontext.Value
 	// ResultBlock reads the block an answer is about, for FinalResult.
 	ResultBlock func(result jsontext.Value) (uint64, bool)
+	// Logs, when not nil, describes a log query (eth_getLogs,
+	// starknet_getEvents), which the network bounds and may split.
+	Logs *LogQuery
 }
 
 // Cacheability says whether and for how long an answer may be served from

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -214,6 +215,51 @@ type Network struct {
 	// Devnet configures the embedded devnet used when there are no
 	// upstreams.
 	Devnet Devnet `yaml:"devnet"`
+	// Logs bounds, splits and prices the network's log queries
+	// (eth_getLogs, starknet_getEvents): docs/logs.md.
+	Logs Logs `yaml:"logs"`
+}
+
+// Logs configures a network's log queries: portico.LogSettings, each field
+// left out keeping its default (portico.DefaultLogSettings); a bound set to
+// 0 is off.
+type Logs struct {
+	portico.LogSettings
+	set bool
+}
+
+// logsFields are the members a logs block may have.
+var logsFields = []string{"max_block_range", "max_addresses", "max_topics", "max_logs", "node_range", "parallel", "cost", "cost_blocks", "cost_per_log"}
+
+// UnmarshalYAML decodes a logs block over the defaults, refusing members
+// it does not know as the rest of the file does.
+func (l *Logs) UnmarshalYAML(v *yaml.Node) error {
+	if v.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			if k := v.Content[i]; !slices.Contains(logsFields, k.Value) {
+				return fmt.Errorf("line %d: field %s not found in type config.Logs", k.Line, k.Value)
+			}
+		}
+	}
+	s := portico.DefaultLogSettings()
+	if err := v.Decode(&s); err != nil {
+		return err
+	}
+	l.LogSettings, l.set = s, true
+	return nil
+}
+
+// LogsOf is a logs block that says s in full, as a config built in code
+// (tests, tools) sets it.
+func LogsOf(s portico.LogSettings) Logs { return Logs{LogSettings: s, set: true} }
+
+// Settings returns the network's log settings: the defaults when its
+// config has no logs block.
+func (l Logs) Settings() portico.LogSettings {
+	if !l.set {
+		return portico.DefaultLogSettings()
+	}
+	return l.LogSettings
 }
 
 // Hedge configures hedged reads: a read with no answer after the first
@@ -518,6 +564,9 @@ func (c *Config) Validate() error {
 		if n.Hedge.MinDelay < 0 || n.Hedge.MaxDelay < 0 || (n.Hedge.MaxDelay > 0 && n.Hedge.MaxDelay < n.Hedge.MinDelay) {
 			return fmt.Errorf("config: %s.hedge: delays must not be negative and max_delay not below min_delay", field)
 		}
+		if err := checkLogs(field+".logs", n.Logs.Settings()); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -596,6 +645,23 @@ func checkUpstream(raw string) error {
 	}
 	if len(raw) == i+3 {
 		return errors.New("host is missing")
+	}
+	return nil
+}
+
+// checkLogs checks a network's log settings.
+func checkLogs(field string, l portico.LogSettings) error {
+	switch {
+	case l.MaxAddresses < 0 || l.MaxTopics < 0 || l.MaxLogs < 0:
+		return fmt.Errorf("config: %s: max_addresses, max_topics and max_logs must not be negative", field)
+	case l.Parallel < 1:
+		return fmt.Errorf("config: %s.parallel: must be at least 1", field)
+	case l.Cost != portico.LogCostCall && l.Cost != portico.LogCostRange && l.Cost != portico.LogCostLogs:
+		return fmt.Errorf("config: %s.cost: want call, range or logs, got %q", field, l.Cost)
+	case l.Cost == portico.LogCostRange && l.CostBlocks == 0:
+		return fmt.Errorf("config: %s.cost_blocks: must be at least 1 with cost: range", field)
+	case l.CostPerLog < 0:
+		return fmt.Errorf("config: %s.cost_per_log: must not be negative", field)
 	}
 	return nil
 }

@@ -1,12 +1,14 @@
 package config_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/config"
 )
 
@@ -84,6 +86,10 @@ func TestErrors(t *testing.T) {
 		{"zero limit", "limits: {max_batch: 0}", "config: limits.max_batch: must be positive"},
 		{"bad level", "log: {level: loud}", `config: log.level: "loud" is not one of debug, info, warn, error`},
 		{"bad duration", "limits: {read_timeout: soon}", "cannot unmarshal"},
+		{"unknown logs field", "networks: [{name: a, family: evm, logs: {max_range: 5}}]", "field max_range not found"},
+		{"bad logs cost", "networks: [{name: a, family: evm, logs: {cost: free}}]", `config: networks[0].logs.cost: want call, range or logs, got "free"`},
+		{"logs parallel", "networks: [{name: a, family: evm, logs: {parallel: 0}}]", "config: networks[0].logs.parallel: must be at least 1"},
+		{"negative logs", "networks: [{name: a, family: evm, logs: {max_logs: -1}}]", "config: networks[0].logs: max_addresses, max_topics and max_logs must not be negative"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,5 +150,53 @@ func TestLoadPaths(t *testing.T) {
 	raw, _ := os.ReadFile(path)
 	if cfg, _ := config.Parse(raw, os.LookupEnv); cfg.DataDir != "state" {
 		t.Errorf("Parse: data_dir %s", cfg.DataDir)
+	}
+}
+
+// TestLogs: a network without a logs block gets the defaults; fields left
+// out of one keep theirs; 0 turns a bound off.
+func TestLogs(t *testing.T) {
+	cfg, err := config.Parse([]byte(`networks:
+- {name: a, family: evm}
+- {name: b, family: evm, logs: {max_block_range: 20000, max_logs: 0, node_range: 500, cost: logs, cost_per_log: 2}}
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.Networks[0].Logs.Settings(), portico.DefaultLogSettings(); got != want {
+		t.Errorf("no logs block: %+v, want the defaults %+v", got, want)
+	}
+	want := portico.DefaultLogSettings()
+	want.MaxBlockRange, want.MaxLogs, want.NodeRange, want.Cost, want.CostPerLog = 20000, 0, 500, portico.LogCostLogs, 2
+	if got := cfg.Networks[1].Logs.Settings(); got != want {
+		t.Errorf("logs block: %+v, want %+v", got, want)
+	}
+}
+
+// TestLogsDoc keeps the defaults docs/logs.md shows in step with
+// portico.DefaultLogSettings.
+func TestLogsDoc(t *testing.T) {
+	doc, err := os.ReadFile("../docs/logs.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := portico.DefaultLogSettings()
+	for field, value := range map[string]string{
+		"max_block_range": fmt.Sprint(d.MaxBlockRange),
+		"max_addresses":   fmt.Sprint(d.MaxAddresses),
+		"max_topics":      fmt.Sprint(d.MaxTopics),
+		"max_logs":        fmt.Sprint(d.MaxLogs),
+		"node_range":      fmt.Sprint(d.NodeRange),
+		"parallel":        fmt.Sprint(d.Parallel),
+		"cost":            "`" + d.Cost + "`",
+		"cost_blocks":     fmt.Sprint(d.CostBlocks),
+		"cost_per_log":    fmt.Sprint(d.CostPerLog),
+	} {
+		if row := fmt.Sprintf("| `%s` | %s |", field, value); !strings.Contains(string(doc), row) {
+			t.Errorf("docs/logs.md has no row %q", row)
+		}
 	}
 }

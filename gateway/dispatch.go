@@ -202,6 +202,34 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			failCharged()
 		}
 	}
+	// A log query's answer may cost by its logs, charged once it is
+	// there; an answer the key cannot pay for is withheld.
+	var after []int64
+	if g.meter != nil && chargeErr == nil && rq.net.Served != nil {
+		for i := range outs {
+			if preps[i].m == nil || preps[i].local || outs[i].Err != nil || preps[i].params.Logs == nil {
+				continue
+			}
+			extra := int64(rq.net.Served.CostAfter(outs[i]))
+			if extra == 0 {
+				continue
+			}
+			b, err := g.meter.Charge(ctx, rq.id, []metering.Item{{Method: preps[i].m.Name, Cost: extra}})
+			if err != nil {
+				outs[i] = outcome{Err: err}
+				continue
+			}
+			if bill != nil && b.Day == bill.Day {
+				// The request's credit headers tell both charges.
+				bill.Charged += extra
+				bill.Used = max(bill.Used, b.Used)
+			}
+			if after == nil {
+				after = make([]int64, len(outs))
+			}
+			after[i] = extra
+		}
+	}
 	info := billing{bill: bill, batch: batch}
 	var spent int64
 	for i, o := range outs {
@@ -233,6 +261,9 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			}
 		}
 		cost := int64(preps[i].m.Cost) - refund
+		if after != nil {
+			cost += after[i]
+		}
 		spent += cost
 		if w != nil {
 			w.record(ctx, rq, &calls[i], &preps[i], &outs[i], cost, i)
@@ -336,9 +367,12 @@ func refundable(err error) bool {
 	var up *portico.UpstreamError
 	var rpcErr *jsonrpc.Error
 	var limit *portico.LimitError
+	var logs *portico.LogsTooLargeError
 	switch {
 	case errors.As(err, &up):
 		return true
+	case errors.As(err, &logs):
+		return logs.BeforeWork() // refused before a node was asked
 	case errors.As(err, &limit) && (limit.Limit == portico.LimitBatchResponse || limit.Limit == portico.LimitResult || limit.Limit == portico.LimitMemory):
 		return true // answered by the node, withheld by us
 	case errors.As(err, &rpcErr), errors.Is(err, context.Canceled):
@@ -406,6 +440,14 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 			return prepared{}, portico.Answered(err)
 		}
 		params = p
+	}
+	if params.Logs != nil && rq.net.Served != nil {
+		// A log query may cost by its range (docs/logs.md).
+		if cost := rq.net.Served.Cost(network.Call{Method: m, Params: params}); cost != m.Cost {
+			priced := *m
+			priced.Cost = cost
+			m = &priced
+		}
 	}
 	return prepared{m: m, params: params}, nil
 }

@@ -25,6 +25,7 @@ func ErrorFor(err error) (e *Error, status int, known bool) {
 		upErr     *portico.UpstreamError
 		quotaErr  *portico.QuotaError
 		forbidErr *portico.ForbiddenError
+		logsErr   *portico.LogsTooLargeError
 		coded     interface{ ErrorCode() int }
 	)
 	switch {
@@ -78,6 +79,8 @@ func ErrorFor(err error) (e *Error, status int, known bool) {
 		default:
 			return &Error{Code: portico.CodeUpstreamDown, Message: "upstream unavailable for network " + upErr.Network}, http.StatusBadGateway, true
 		}
+	case errors.As(err, &logsErr):
+		return &Error{Code: portico.CodeLogsTooLarge, Message: logsErr.Error(), Data: logsData(logsErr)}, http.StatusOK, true
 	case errors.As(err, &coded):
 		// Params errors, unknown methods and family errors with spec codes
 		// (the rollup's 31 and 34) carry their own code and message.
@@ -109,6 +112,17 @@ func limitError(l *portico.LimitError) (*Error, int, bool) {
 		return &Error{Code: portico.CodeMemoryBusy, Message: l.Error()}, http.StatusServiceUnavailable, true
 	}
 	return &Error{Code: CodeInvalidRequest, Message: l.Error()}, http.StatusBadRequest, true
+}
+
+// logsData is the data of a refused log query: the bound, its value and,
+// where there is one, the range that would fit, as hex block numbers.
+func logsData(e *portico.LogsTooLargeError) jsontext.Value {
+	data, _ := jsontext.AppendQuote([]byte(`{"bound":`), e.Bound)
+	data = fmt.Appendf(data, `,"max":%d`, e.Max)
+	if e.Suggest {
+		data = fmt.Appendf(data, `,"from":"0x%x","to":"0x%x"`, e.From, e.To)
+	}
+	return append(data, '}')
 }
 
 // sourcePortico is the data of an error Portico answers in place of a

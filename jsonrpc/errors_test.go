@@ -56,6 +56,8 @@ func TestErrorsDoc(t *testing.T) {
 		{"params", &portico.ParamsError{Position: 2, Field: "config.encoding", Reason: `want one of json, jsonParsed, base58, base64, got string "hex"`}, -32602, "200",
 			`invalid params: param 2 (config.encoding): want one of json, jsonParsed, base58, base64, got string "hex"`},
 		{"method", &portico.MethodNotFoundError{Method: "foo"}, -32601, "200", "the method foo does not exist/is not available"},
+		{"logs", &portico.LogsTooLargeError{Bound: portico.LogBoundRange, Max: 100000, Got: 200000, Suggest: true, From: 1, To: 100000}, portico.CodeLogsTooLarge, "200",
+			"log query too large: the block range spans 200000 blocks, limit is 100000; this block range would fit: [0x1, 0x186a0]"},
 		{"internal", errors.New("disk on fire"), jsonrpc.CodeInternalError, "500", "internal error"},
 	}
 	for _, tc := range tests {

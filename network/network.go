@@ -16,6 +16,7 @@ package network
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -92,6 +93,9 @@ type Config struct {
 	// Metrics records coalesced reads, subscriptions and notifications;
 	// nil records nothing.
 	Metrics *metrics.Metrics
+	// Logs bounds, splits and prices the network's log queries
+	// (docs/logs.md); the zero value bounds nothing and never splits.
+	Logs portico.LogSettings
 }
 
 // Network is one served network.
@@ -106,6 +110,10 @@ type Network struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	stops   []func()
+	// logs are the settings of log queries; nodeRange the widest range
+	// sent to a node, lowered when a node says it takes less.
+	logs      portico.LogSettings
+	nodeRange atomic.Uint64
 }
 
 // New builds a network; its cache follows the upstream's heads and chain
@@ -115,6 +123,8 @@ func New(cfg Config) *Network {
 	if n.log == nil {
 		n.log = slog.New(slog.DiscardHandler)
 	}
+	n.logs = cfg.Logs
+	n.nodeRange.Store(cfg.Logs.NodeRange)
 	if !cfg.NoCoalesce {
 		n.flights = &flights{}
 	}

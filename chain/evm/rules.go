@@ -206,7 +206,7 @@ func GetLogsParams(raw jsontext.Value) (portico.Params, error) {
 		ends[i] = b
 	}
 	from, to := ends[0], ends[1]
-	out := portico.Params{Send: raw, Block: to}
+	out := portico.Params{Send: raw, Block: to, Logs: logQuery(f, from, to)}
 	switch {
 	case from.Kind == portico.BlockNumber && to.Kind == portico.BlockNumber:
 		if from.Number > to.Number {
@@ -234,4 +234,51 @@ func GetLogsParams(raw jsontext.Value) (portico.Params, error) {
 		}
 	}
 	return out, nil
+}
+
+// logQuery describes a range filter for the network's bounds and splits:
+// its ends, how many addresses and topic values it names, and the same
+// filter about any range of numbered blocks.
+func logQuery(f map[string]jsontext.Value, from, to portico.Block) *portico.LogQuery {
+	q := &portico.LogQuery{From: from, To: to, Addresses: countValues(f["address"])}
+	if t := f["topics"]; t.Kind() == '[' {
+		var positions []jsontext.Value
+		if json.Unmarshal(t, &positions) == nil {
+			for _, p := range positions {
+				q.Topics += countValues(p)
+			}
+		}
+	}
+	q.Range = func(a, b uint64) jsontext.Value {
+		g := make(map[string]jsontext.Value, len(f))
+		for k, v := range f {
+			g[k] = v
+		}
+		g["fromBlock"], g["toBlock"] = quantityOf(a), quantityOf(b)
+		out, _ := json.Marshal(g, json.Deterministic(true))
+		return jsontext.Value("[" + string(out) + "]")
+	}
+	return q
+}
+
+// countValues counts what a filter member names: one for a string, the
+// length of an array, none for null or nothing.
+func countValues(v jsontext.Value) int {
+	switch v.Kind() {
+	case '"':
+		return 1
+	case '[':
+		var vs []jsontext.Value
+		if json.Unmarshal(v, &vs) != nil {
+			return 0
+		}
+		n := 0
+		for _, e := range vs {
+			if e.Kind() != 'n' {
+				n++
+			}
+		}
+		return n
+	}
+	return 0
 }

@@ -18,6 +18,7 @@ import (
 	"math/big"
 	"strings"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
@@ -269,7 +270,33 @@ func GetEventsParams(raw jsontext.Value) (portico.Params, error) {
 			return portico.Params{}, rpcparams.Errorf(at, "filter.continuation_token", "must not be empty; leave it out for the first page")
 		}
 	}
-	return eventsParams(raw, named, f, from, to), nil
+	out := eventsParams(raw, named, f, from, to)
+	if from.Kind != portico.BlockHash && to.Kind != portico.BlockHash {
+		// Bounded by the network's (and the key's) log limits; pages are
+		// the client's to follow, so the range is never split.
+		out.Logs = &portico.LogQuery{From: from, To: to, Addresses: countFelts(f["address"]), Topics: countFelts(f["keys"])}
+	}
+	return out, nil
+}
+
+// countFelts counts the felts of an address (one, or an array) or of
+// keys (an array of arrays), once checked.
+func countFelts(v jsontext.Value) int {
+	switch v.Kind() {
+	case '"':
+		return 1
+	case '[':
+		var vs []jsontext.Value
+		if json.Unmarshal(v, &vs) != nil {
+			return 0
+		}
+		n := 0
+		for _, e := range vs {
+			n += countFelts(e)
+		}
+		return n
+	}
+	return 0
 }
 
 // keys checks an array of arrays of felts: OR within a position, AND across
