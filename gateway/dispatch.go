@@ -330,7 +330,7 @@ func refundable(err error) bool {
 	var rpcErr *jsonrpc.Error
 	var limit *portico.LimitError
 	switch {
-	case errors.As(err, &up):
+	case errors.As(err, &up), errors.Is(err, portico.ErrUnverified):
 		return true
 	case errors.As(err, &limit) && (limit.Limit == portico.LimitBatchResponse || limit.Limit == portico.LimitResult || limit.Limit == portico.LimitMemory):
 		return true // answered by the node, withheld by us
