@@ -108,6 +108,9 @@ type Request struct {
 	// took when it ends: the one whose answer Do returns before Do
 	// returns, a hedge that lost when it stops reading.
 	Budget MemoryBudget
+	// Check, when set, judges each node's result before it is taken (see
+	// CheckError): an answer it refuses is the node's fault.
+	Check func(node string, res jsontext.Value) error
 }
 
 // Pool sends each call to the best node of a network for that call, hedges
@@ -268,6 +271,9 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 			if err != nil && !isAnswer(err) && !isLimit(err) {
 				err = classify(actx, err)
 			}
+			if err == nil && req.Check != nil {
+				err = check(req.Check, m.Name, res)
+			}
 			took := time.Since(start)
 			failed := err != nil && !isAnswer(err) && !isLimit(err)
 			lost := failed && errors.Is(ctx.Err(), context.Canceled) // another node answered, or the caller left
@@ -331,7 +337,9 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 				// fault, and nobody is waiting for failover.
 				return nil, caller.Err()
 			}
-			a.m.fail(p.now(), true)
+			if !missing(a.err) {
+				a.m.fail(p.now(), true)
+			}
 			p.log.Warn("upstream failed", "network", p.network, "upstream", a.m.Name, "method", req.Method, "err", a.err)
 			last, lastName = a.err, a.m.Name
 			if req.Write && !undelivered(a.err) {
