@@ -214,6 +214,18 @@ type Network struct {
 	// Devnet configures the embedded devnet used when there are no
 	// upstreams.
 	Devnet Devnet `yaml:"devnet"`
+	// Verify checks nodes' answers against trusted headers: off (the
+	// default), on (check what can be checked, pass the rest on marked
+	// unverified) or strict (refuse what cannot be checked). EVM networks
+	// only (docs/verify.md).
+	Verify string `yaml:"verify"`
+	// VerifyQuorum is how many nodes must report the same hash at a
+	// height for it to be trusted; 0 means a majority of the network's
+	// nodes, at least 2 where there are 2 or more.
+	VerifyQuorum int `yaml:"verify_quorum"`
+	// VerifyCheckpoint is a block hash trusted for good (a finalized
+	// block from a source the operator trusts), with its ancestors.
+	VerifyCheckpoint string `yaml:"verify_checkpoint"`
 }
 
 // Hedge configures hedged reads: a read with no answer after the first
@@ -517,6 +529,9 @@ func (c *Config) Validate() error {
 		}
 		if n.Hedge.MinDelay < 0 || n.Hedge.MaxDelay < 0 || (n.Hedge.MaxDelay > 0 && n.Hedge.MaxDelay < n.Hedge.MinDelay) {
 			return fmt.Errorf("config: %s.hedge: delays must not be negative and max_delay not below min_delay", field)
+		}
+		if err := checkVerify(field, &n); err != nil {
+			return err
 		}
 	}
 	return nil

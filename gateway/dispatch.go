@@ -61,6 +61,10 @@ type billing struct {
 	// was a batch.
 	cacheable, hits int
 	batch           bool
+	// verifying and verified count the calls on a network that verifies
+	// answers and those whose answer was checked, for the
+	// X-Portico-Verified headers.
+	verifying, verified int
 }
 
 // handle answers a request body, appending the response to dst. It returns
@@ -208,6 +212,12 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		}
 		if o.Cache == network.CacheHit {
 			info.hits++
+		}
+		if o.Verified != network.NotVerifying {
+			info.verifying++
+			if o.Verified == network.Verified {
+				info.verified++
+			}
 		}
 		if bill == nil || bill.Charged == 0 || preps[i].m == nil {
 			if w != nil {

@@ -64,6 +64,9 @@ type Outcome struct {
 	// built in the frame given to Call with the result in place: a single
 	// call's result is copied from the node's answer once, not twice.
 	Framed []byte
+	// Verified says whether the answer was checked against a trusted
+	// header (NotVerifying on a network with verify: off).
+	Verified Verification
 }
 
 // Call serves one call: from the network's heads when the method answers
@@ -72,6 +75,14 @@ type Outcome struct {
 // on the served chain. With frame set, the result is appended to it and
 // the outcome is framed (see Outcome).
 func (n *Network) Call(ctx context.Context, c Call, frame []byte) Outcome {
+	if n.verifier != nil {
+		return n.verifiedCall(ctx, c, frame)
+	}
+	return n.call(ctx, c, frame)
+}
+
+// call serves a call without checking its answer.
+func (n *Network) call(ctx context.Context, c Call, frame []byte) Outcome {
 	m, params := c.Method, c.Params
 	heads, fresh := n.up.HeadsFresh()
 	if m.FromHeads != nil && fresh {

@@ -92,6 +92,10 @@ type Config struct {
 	// Metrics records coalesced reads, subscriptions and notifications;
 	// nil records nothing.
 	Metrics *metrics.Metrics
+	// Verify, when its mode is on or strict, checks answers against
+	// trusted headers (EVM networks; docs/verify.md). The Upstream must
+	// then be a VerifyUpstream.
+	Verify VerifyConfig
 }
 
 // Network is one served network.
@@ -106,6 +110,8 @@ type Network struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	stops   []func()
+	// verifier is nil when the network does not verify.
+	verifier *verifier
 }
 
 // New builds a network; its cache follows the upstream's heads and chain
@@ -117,6 +123,15 @@ func New(cfg Config) *Network {
 	}
 	if !cfg.NoCoalesce {
 		n.flights = &flights{}
+	}
+	if cfg.Verify.Mode != VerifyOff {
+		v, err := newVerifier(n.name, n.up, cfg.Verify, n.log, n.metrics)
+		if err != nil {
+			// Refused rather than served unchecked.
+			n.log.Error("verify cannot run; every call is refused", "network", n.name, "err", err)
+			v = &verifier{network: n.name, mode: VerifyStrict, broken: err}
+		}
+		n.verifier = v
 	}
 	n.hub = newHub(n, cfg.Subs, cfg.Meter)
 	if c := n.cache; c != nil {

@@ -392,8 +392,12 @@ func (m *Main) network(ctx context.Context, n *config.Network, meter network.Met
 		m.views = map[string]*networkView{}
 	}
 	m.views[n.Name] = view
+	verifyCfg, err := verifyConfig(n)
+	if err != nil {
+		return nil, err
+	}
 	served := network.New(network.Config{Name: n.Name, Upstream: pool, Tags: methods.Chain().Tags, KeyForm: methods.KeyForm(), Subs: methods.Subscriptions(),
-		Cache: m.cache, NoCoalesce: noCoalesce, Meter: meter, Logger: m.log, Metrics: m.metrics})
+		Cache: m.cache, NoCoalesce: noCoalesce, Meter: meter, Logger: m.log, Metrics: m.metrics, Verify: verifyCfg})
 	return &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Served: served}, nil
 }
 
