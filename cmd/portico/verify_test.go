@@ -146,7 +146,7 @@ type verifyChain struct {
 	emitTx                  common.Hash
 }
 
-func nodeRPC(t *testing.T, url, method string, params ...any) json.RawMessage {
+func nodeRPC(t testing.TB, url, method string, params ...any) json.RawMessage {
 	t.Helper()
 	if params == nil {
 		params = []any{}
@@ -170,7 +170,7 @@ func nodeRPC(t *testing.T, url, method string, params ...any) json.RawMessage {
 	return env.Result
 }
 
-func startVerifyChain(t *testing.T, ctx context.Context) *verifyChain {
+func startVerifyChain(t testing.TB, ctx context.Context) *verifyChain {
 	node := startAnvil(t, ctx)
 	c := &verifyChain{url: node.URL()}
 	var accounts []common.Address
