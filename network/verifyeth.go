@@ -110,16 +110,15 @@ func (v *verifier) parseBlock(raw json.RawMessage) (blockRef, error) {
 
 // tag resolves a block tag on the served chain.
 func (v *verifier) tag(t string) (blockRef, error) {
-	view := v.up.View()
 	switch t {
 	case "earliest":
 		return blockRef{number: 0}, nil
 	case "latest":
-		if h, ok := view.Head(); ok {
+		if h, ok := v.up.View().Head(); ok {
 			return blockRef{number: h.Number}, nil
 		}
 	case "safe", "finalized":
-		safe, final := view.Marks()
+		safe, final := v.up.View().Marks()
 		if t == "safe" && safe > 0 {
 			return blockRef{number: safe}, nil
 		}
