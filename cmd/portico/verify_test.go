@@ -416,3 +416,80 @@ func TestVerifyStrictRefusesUncheckable(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifiedMethods: every verified method through a strict network of
+// two honest nodes answers what the node answers (less what docs/verify.md
+// says a verified block leaves out), marked verified.
+func TestVerifiedMethods(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	chain := startVerifyChain(t, ctx)
+	var rc struct {
+		BlockHash   common.Hash    `json:"blockHash"`
+		BlockNumber hexutil.Uint64 `json:"blockNumber"`
+	}
+	json.Unmarshal(nodeRPC(t, chain.url, "eth_getTransactionReceipt", chain.emitTx), &rc)
+	s := start(t, verifyConfigFor(map[string]string{"a": chain.url, "b": chain.url}, []string{"a", "b"}, "strict"))
+	readerCall := map[string]any{"to": chain.reader}
+	writeCall := map[string]any{"from": chain.dev, "to": chain.reader, "data": "0x01"}
+	cases := []struct {
+		method string
+		params []any
+	}{
+		{"eth_chainId", nil},
+		{"eth_blockNumber", nil},
+		{"eth_getBalance", []any{chain.dev, "latest"}},
+		{"eth_getTransactionCount", []any{chain.dev, "latest"}},
+		{"eth_getStorageAt", []any{chain.reader, "0x2", "latest"}},
+		{"eth_getStorageAt", []any{chain.token, evmcontracts.BalanceSlot(chain.dev), map[string]any{"blockHash": rc.BlockHash}}},
+		{"eth_getCode", []any{chain.token, "latest"}},
+		{"eth_getProof", []any{chain.reader, []any{common.HexToHash("0x1"), common.HexToHash("0x5")}, "latest"}},
+		{"eth_getBlockByNumber", []any{"0x1", false}},
+		{"eth_getBlockByNumber", []any{rc.BlockNumber, true}},
+		{"eth_getBlockByHash", []any{rc.BlockHash, false}},
+		{"eth_getTransactionByBlockNumberAndIndex", []any{rc.BlockNumber, "0x0"}},
+		{"eth_getTransactionByBlockHashAndIndex", []any{rc.BlockHash, "0x0"}},
+		{"eth_getTransactionByHash", []any{chain.emitTx}},
+		{"eth_getTransactionReceipt", []any{chain.emitTx}},
+		{"eth_getBlockReceipts", []any{rc.BlockNumber}},
+		{"eth_getLogs", []any{map[string]any{"blockHash": rc.BlockHash}}},
+		{"eth_getLogs", []any{map[string]any{"fromBlock": "earliest", "toBlock": "latest", "topics": []any{nil, common.HexToHash("0xbb")}}}},
+		{"eth_call", []any{readerCall, "latest"}},
+		{"eth_call", []any{map[string]any{"to": chain.token, "data": "0x12345678"}, "latest"}}, // reverts: unknown selector
+		{"eth_estimateGas", []any{writeCall, "latest"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.method, func(t *testing.T) {
+			got, rpcErr, verified := gatewayCall(t, s.url(t, "anvil"), tc.method, tc.params)
+			if verified != "true" {
+				t.Errorf("X-Portico-Verified = %q (error %+v)", verified, rpcErr)
+			}
+			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": tc.method, "params": append([]any{}, tc.params...)})
+			resp, err := http.Post(chain.url, "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var want struct {
+				Result json.RawMessage `json:"result"`
+				Error  *struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			json.NewDecoder(resp.Body).Decode(&want)
+			if want.Error != nil {
+				if rpcErr == nil || rpcErr.Code != want.Error.Code || rpcErr.Message != want.Error.Message {
+					t.Errorf("error %+v, want the node's %+v", rpcErr, want.Error)
+				}
+				return
+			}
+			if rpcErr != nil {
+				t.Fatalf("error %d %s", rpcErr.Code, rpcErr.Message)
+			}
+			if !reflect.DeepEqual(comparable(t, got), comparable(t, want.Result)) {
+				t.Errorf("got %s\nwant %s", got, want.Result)
+			}
+		})
+	}
+}
