@@ -194,7 +194,8 @@ func (v *verifier) ready(ctx context.Context) error {
 			return nil
 		}
 		v.trust.Checkpoint(hash, h.Number())
-		v.trust.Link(h)
+		v.trustedNumber(h.Number(), hash)
+		v.link(h)
 		v.cpDone = true
 	}
 	return nil
@@ -239,6 +240,10 @@ func (v *verifier) headerAt(ctx context.Context, number uint64) (*verify.Header,
 		if _, ok := v.trust.Trusted(h); ok {
 			return v.fetchHeader(ctx, h)
 		}
+	} else if h, ok := v.trustedAt(number); ok {
+		// Below the view (it keeps blocks back to finalized only): the
+		// hash a quorum, the checkpoint or a parent link trusted there.
+		return v.fetchHeader(ctx, h)
 	}
 	hash, err := v.quorumAt(ctx, number)
 	if err != nil {
@@ -285,24 +290,38 @@ func (v *verifier) quorumAt(ctx context.Context, number uint64) (common.Hash, er
 			return common.Hash{}, &verify.UnverifiableError{What: "block " + strconv.FormatUint(number, 10),
 				Reason: fmt.Sprintf("fewer than %d of %d nodes report one hash for it", v.quorum, len(v.up.Names()))}
 		}
-		v.mu.Lock()
-		if v.byNumber == nil {
-			v.byNumber = map[uint64]common.Hash{}
-		}
-		v.byNumber[number] = hash
-		if len(v.byNumber) > 8192 {
-			for n := range v.byNumber {
-				if n+8192 < number {
-					delete(v.byNumber, n)
-				}
-			}
-		}
-		v.mu.Unlock()
+		v.trustedNumber(number, hash)
 		return hash, nil
 	}
 }
 
-// trustedAt returns the hash a quorum trusted at a height, if any.
+// trustedNumber notes the hash trusted at a height (by quorum,
+// checkpoint or link), keeping the newest 8,192 heights.
+func (v *verifier) trustedNumber(number uint64, hash common.Hash) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.byNumber == nil {
+		v.byNumber = map[uint64]common.Hash{}
+	}
+	v.byNumber[number] = hash
+	if len(v.byNumber) > 8192 {
+		for n := range v.byNumber {
+			if n+8192 < number {
+				delete(v.byNumber, n)
+			}
+		}
+	}
+}
+
+// link extends trust from a verified header to its parent, and notes the
+// parent's height.
+func (v *verifier) link(h *verify.Header) {
+	if v.trust.Link(h) && h.Number() > 0 {
+		v.trustedNumber(h.Number()-1, h.Eth().ParentHash)
+	}
+}
+
+// trustedAt returns the hash trusted at a height, if any.
 func (v *verifier) trustedAt(number uint64) (common.Hash, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -345,7 +364,7 @@ func (v *verifier) fetchHeader(ctx context.Context, hash common.Hash) (*verify.H
 		return nil, err
 	}
 	v.headers.Set(hash, h)
-	v.trust.Link(h)
+	v.link(h)
 	return h, nil
 }
 

@@ -171,7 +171,7 @@ func (v *verifier) headerRange(ctx context.Context, from, to uint64) ([]*verify.
 					linked = false
 					break
 				}
-				v.trust.Link(out[i])
+				v.link(out[i])
 			}
 			if linked {
 				return out, nil
@@ -180,7 +180,7 @@ func (v *verifier) headerRange(ctx context.Context, from, to uint64) ([]*verify.
 	}
 	// Walk down by parent hash: each parent is trusted by its child's link.
 	for i := len(out) - 1; i > 0; i-- {
-		v.trust.Link(out[i])
+		v.link(out[i])
 		if out[i-1], err = v.fetchHeader(ctx, out[i].Eth().ParentHash); err != nil {
 			return nil, err
 		}

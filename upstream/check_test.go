@@ -73,3 +73,55 @@ func TestCheck(t *testing.T) {
 		t.Errorf("Ask = %s, %v", res, err)
 	}
 }
+
+// methodNode answers each method with its own function.
+type methodNode map[string]func() (jsontext.Value, error)
+
+func (n methodNode) Call(ctx context.Context, method string, params jsontext.Value, dst []byte) (jsontext.Value, error) {
+	return n.Send(ctx, method, params, upstream.Limits{}, dst)
+}
+func (n methodNode) Send(_ context.Context, method string, _ jsontext.Value, _ upstream.Limits, _ []byte) (jsontext.Value, error) {
+	return n[method]()
+}
+func (n methodNode) Close() error { return nil }
+
+// TestFaultNotClearedByEarlierCall: a good answer to a call that was sent
+// before the node's wrong answer does not lift the bench the wrong answer
+// earned (calls in flight side by side, as a local eth_call's fetches are).
+func TestFaultNotClearedByEarlierCall(t *testing.T) {
+	release, arrived := make(chan struct{}), make(chan struct{})
+	liar := methodNode{
+		"slow":  func() (jsontext.Value, error) { close(arrived); <-release; return jsontext.Value(`"fine"`), nil },
+		"proof": func() (jsontext.Value, error) { return jsontext.Value(`"lie"`), nil },
+	}
+	honest := methodNode{
+		"slow":  func() (jsontext.Value, error) { return jsontext.Value(`"fine"`), nil },
+		"proof": func() (jsontext.Value, error) { return jsontext.Value(`"truth"`), nil },
+	}
+	pool := upstream.NewPool(upstream.PoolConfig{Network: "n", Members: []upstream.Member{{Name: "liar", Node: liar}, {Name: "honest", Node: honest}},
+		Hedge: upstream.Hedge{Disabled: true}})
+	slow := make(chan error, 1)
+	go func() {
+		_, err := pool.Do(context.Background(), upstream.Request{Method: "slow"}, nil)
+		slow <- err
+	}()
+	<-arrived // the slow call is at the liar before it lies
+	res, err := pool.Do(context.Background(), upstream.Request{Method: "proof", Check: func(_ string, res jsontext.Value) error {
+		if string(res) != `"truth"` {
+			return errors.New("wrong")
+		}
+		return nil
+	}}, nil)
+	if err != nil || string(res) != `"truth"` {
+		t.Fatalf("proof = %s, %v", res, err)
+	}
+	close(release) // the slow call, sent to the liar before its lie, answers well
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range pool.Nodes() {
+		if s.Name == "liar" && !s.Benched {
+			t.Error("an answer to a call sent before the wrong answer lifted the bench")
+		}
+	}
+}

@@ -221,6 +221,7 @@ type attempt struct {
 	start    time.Time
 	took     time.Duration
 	repinned bool
+	faults   uint64 // the node's failures when the attempt was sent
 }
 
 // Do sends a call to the pool's nodes until one answers, and appends the
@@ -262,6 +263,7 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 				params, repinned = req.Repin(h.Latest), true
 			}
 		}
+		faults := m.faultCount()
 		go func() {
 			actx, acancel := context.WithDeadline(ctx, minTime(deadline, time.Now().Add(p.attempt)))
 			defer acancel()
@@ -295,7 +297,7 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 			if p.observe != nil && !lost {
 				p.observe(m.Name, took, failed)
 			}
-			results <- attempt{m: m, res: res, err: err, start: start, took: took, repinned: repinned}
+			results <- attempt{m: m, res: res, err: err, start: start, took: took, repinned: repinned, faults: faults}
 		}()
 	}
 	launch()
@@ -323,7 +325,7 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 				if slow != nil && a.m != slow {
 					slow.overtaken(slowSent, p.now())
 				}
-				a.m.ok(a.took, a.m != slow)
+				a.m.ok(a.took, a.m != slow, a.faults)
 				if req.Repinned != nil {
 					*req.Repinned = a.repinned
 				}

@@ -39,6 +39,7 @@ const (
 	lieOmitLog = "omitlog" // one log left out of eth_getLogs
 	lieCall    = "call"    // eth_call's result
 	lieHeader  = "header"  // a header field, the hash kept
+	lieHashes  = "hashes"  // another hash for a block asked by number (not by tag)
 )
 
 func startLiar(t *testing.T, node string, lies ...string) *liar {
@@ -69,10 +70,14 @@ func (l *liar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	var req struct {
-		Method string `json:"method"`
+		Method string            `json:"method"`
+		Params []json.RawMessage `json:"params"`
 	}
 	var env map[string]any
 	if json.Unmarshal(body, &req) == nil && json.Unmarshal(out, &env) == nil && env["result"] != nil {
+		if req.Method == "eth_getBlockByNumber" && l.lies[lieHashes] && len(req.Params) > 0 && strings.HasPrefix(string(req.Params[0]), `"0x`) {
+			req.Method = "byNumber"
+		}
 		if res, lied := l.lie(req.Method, env["result"]); lied {
 			env["result"] = res
 			out, _ = json.Marshal(env)
@@ -130,6 +135,9 @@ func (l *liar) lie(method string, res any) (any, bool) {
 			}
 		}
 		return res, lied
+	case method == "byNumber" && obj != nil:
+		obj["hash"] = "0x" + strings.Repeat("66", 32)
+		return obj, true
 	case (method == "eth_getBlockByNumber" || method == "eth_getBlockByHash") && l.lies[lieHeader] && obj != nil:
 		obj["extraData"] = "0x0badc0de"
 		return obj, true
@@ -491,5 +499,39 @@ func TestVerifiedMethods(t *testing.T) {
 				t.Errorf("got %s\nwant %s", got, want.Result)
 			}
 		})
+	}
+}
+
+// TestVerifyCheckpoint: two nodes that never agree on a hash by number
+// (one lies about it) and a quorum of 2: nothing is trusted and strict
+// refuses; with the head's hash as verify_checkpoint, calls at the head
+// and below it (by parent links) are verified.
+func TestVerifyCheckpoint(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	chain := startVerifyChain(t, ctx)
+	l := startLiar(t, chain.url, lieHashes)
+	var head struct {
+		Hash   common.Hash    `json:"hash"`
+		Number hexutil.Uint64 `json:"number"`
+	}
+	json.Unmarshal(nodeRPC(t, chain.url, "eth_getBlockByNumber", "latest", false), &head)
+	cfg := verifyConfigFor(map[string]string{"a": chain.url, "liar": l.url()}, []string{"a", "liar"}, "strict")
+	cfg.Networks[0].VerifyQuorum = 2
+	s := start(t, cfg)
+	if _, rpcErr, _ := gatewayCall(t, s.url(t, "anvil"), "eth_getBalance", []any{chain.dev, "latest"}); rpcErr == nil || rpcErr.Code != -32058 {
+		t.Fatalf("no quorum, no checkpoint: error %+v, want -32058", rpcErr)
+	}
+	if l.told.Load() == 0 {
+		t.Fatal("the liar told no lie")
+	}
+	cfg.Networks[0].VerifyCheckpoint = head.Hash.Hex()
+	s = start(t, cfg)
+	for _, block := range []any{"latest", hexutil.Uint64(uint64(head.Number) - 1)} {
+		got, rpcErr, verified := gatewayCall(t, s.url(t, "anvil"), "eth_getBalance", []any{chain.dev, block})
+		want := nodeRPC(t, chain.url, "eth_getBalance", chain.dev, block)
+		if rpcErr != nil || string(got) != string(want) || verified != "true" {
+			t.Errorf("checkpoint, block %v: %s, %+v, verified %q; want %s", block, got, rpcErr, verified, want)
+		}
 	}
 }
