@@ -284,3 +284,25 @@ func (e *ForbiddenError) Error() string {
 	}
 	return fmt.Sprintf("%s %q is not allowed for this API key", e.What, e.Value)
 }
+
+// ErrUnverified is the kind of every UnverifiedError.
+var ErrUnverified = errors.New("portico: no verifiable answer")
+
+// UnverifiedError reports a call on a network with verify on or strict
+// (docs/verify.md) that no node answered with something Portico could
+// check against a trusted header: in strict, an answer nothing commits to;
+// in either mode, answers that every node asked got wrong. Reason says
+// why, for the client and the log; it never names a node.
+type UnverifiedError struct {
+	Network string
+	Method  string
+	Reason  string
+}
+
+// Error describes what could not be verified.
+func (e *UnverifiedError) Error() string {
+	return fmt.Sprintf("unverified: no node gave an answer to %s on network %s that could be verified: %s", e.Method, e.Network, e.Reason)
+}
+
+// Unwrap returns ErrUnverified.
+func (e *UnverifiedError) Unwrap() error { return ErrUnverified }

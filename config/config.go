@@ -218,6 +218,18 @@ type Network struct {
 	// Logs bounds, splits and prices the network's log queries
 	// (eth_getLogs, starknet_getEvents): docs/logs.md.
 	Logs Logs `yaml:"logs"`
+	// Verify checks nodes' answers against trusted headers: off (the
+	// default), on (check what can be checked, pass the rest on marked
+	// unverified) or strict (refuse what cannot be checked). EVM networks
+	// only (docs/verify.md).
+	Verify string `yaml:"verify"`
+	// VerifyQuorum is how many nodes must report the same hash at a
+	// height for it to be trusted; 0 means a majority of the network's
+	// nodes, at least 2 where there are 2 or more.
+	VerifyQuorum int `yaml:"verify_quorum"`
+	// VerifyCheckpoint is a block hash trusted for good (a finalized
+	// block from a source the operator trusts), with its ancestors.
+	VerifyCheckpoint string `yaml:"verify_checkpoint"`
 }
 
 // Logs configures a network's log queries: portico.LogSettings, each field
@@ -565,6 +577,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("config: %s.hedge: delays must not be negative and max_delay not below min_delay", field)
 		}
 		if err := checkLogs(field+".logs", n.Logs.Settings()); err != nil {
+			return err
+		}
+		if err := checkVerify(field, &n); err != nil {
 			return err
 		}
 	}

@@ -90,6 +90,12 @@ func TestErrors(t *testing.T) {
 		{"bad logs cost", "networks: [{name: a, family: evm, logs: {cost: free}}]", `config: networks[0].logs.cost: want call, range or logs, got "free"`},
 		{"logs parallel", "networks: [{name: a, family: evm, logs: {parallel: 0}}]", "config: networks[0].logs.parallel: must be at least 1"},
 		{"negative logs", "networks: [{name: a, family: evm, logs: {max_logs: -1}}]", "config: networks[0].logs: max_addresses, max_topics and max_logs must not be negative"},
+
+		{"verify spelling", "networks: [{name: a, family: evm, verify: yes}]", `config: networks[0].verify: want off, on or strict, got "yes"`},
+		{"verify slot chain", "networks: [{name: a, family: solana, verify: on}]", "config: networks[0].verify: the slot chain's answers cannot be verified"},
+		{"verify rollup", "networks: [{name: a, family: starknet, verify: strict}]", "config: networks[0].verify: the starknet family's answers are not verified by the gateway"},
+		{"verify quorum", "networks: [{name: a, family: evm, verify: on, verify_quorum: 3, upstreams: [{url: 'http://x'}, {url: 'http://y'}]}]", "config: networks[0].verify_quorum: want 0 (a majority) up to the 2 upstreams, got 3"},
+		{"verify checkpoint", "networks: [{name: a, family: evm, verify: on, verify_checkpoint: '0x12'}]", "config: networks[0].verify_checkpoint: want a block hash"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -62,6 +62,10 @@ type billing struct {
 	// was a batch.
 	cacheable, hits int
 	batch           bool
+	// verifying and verified count the calls on a network that verifies
+	// answers and those whose answer was checked, for the
+	// X-Portico-Verified headers.
+	verifying, verified int
 }
 
 // handle answers a request body, appending the response to dst. It returns
@@ -239,6 +243,12 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		if o.Cache == network.CacheHit {
 			info.hits++
 		}
+		if o.Verified != network.NotVerifying {
+			info.verifying++
+			if o.Verified == network.Verified {
+				info.verified++
+			}
+		}
 		if bill == nil || bill.Charged == 0 || preps[i].m == nil {
 			if w != nil {
 				w.record(ctx, rq, &calls[i], &preps[i], &outs[i], 0, i)
@@ -369,7 +379,7 @@ func refundable(err error) bool {
 	var limit *portico.LimitError
 	var logs *portico.LogsTooLargeError
 	switch {
-	case errors.As(err, &up):
+	case errors.As(err, &up), errors.Is(err, portico.ErrUnverified):
 		return true
 	case errors.As(err, &logs):
 		return logs.BeforeWork() // refused before a node was asked

@@ -112,6 +112,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed string) {
 	default:
 		ctx.Response.Header.SetCanonical([]byte(HeaderCache), []byte("MISS"))
 	}
+	verifiedHeaders(&ctx.Response.Header, info)
 	if info.retryAfter > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.FormatInt(int64(max(time.Second, info.retryAfter+time.Second-1)/time.Second), 10))
 	}
@@ -124,6 +125,26 @@ const (
 	HeaderCache     = "X-Cache"
 	HeaderCacheHits = "X-Cache-Hits"
 )
+
+// Verification headers, on networks with verify on or strict
+// (docs/verify.md): a single call says whether its answer was checked
+// against a trusted header; a batch says how many of its calls' were.
+const (
+	HeaderVerified      = "X-Portico-Verified"
+	HeaderVerifiedCalls = "X-Portico-Verified-Calls"
+)
+
+func verifiedHeaders(h *fasthttp.ResponseHeader, info billing) {
+	switch {
+	case info.verifying == 0:
+	case info.batch:
+		h.Set(HeaderVerifiedCalls, strconv.Itoa(info.verified))
+	case info.verified == 1:
+		h.SetCanonical([]byte(HeaderVerified), []byte("true"))
+	default:
+		h.SetCanonical([]byte(HeaderVerified), []byte("false"))
+	}
+}
 
 // Credit headers on every metered HTTP response (docs/errors.md).
 const (

@@ -70,6 +70,8 @@ func ErrorFor(err error) (e *Error, status int, known bool) {
 		return &Error{Code: portico.CodeMethodNotAllowed, Message: "HTTP method must be POST"}, http.StatusMethodNotAllowed, true
 	case errors.As(err, &limitErr):
 		return limitError(limitErr)
+	case errors.Is(err, portico.ErrUnverified):
+		return &Error{Code: portico.CodeUnverified, Message: err.Error()}, http.StatusBadGateway, true
 	case errors.As(err, &upErr):
 		switch {
 		case errors.Is(upErr.Err, portico.ErrNoUpstream):

@@ -42,6 +42,8 @@ func TestErrorsDoc(t *testing.T) {
 		{"upstream down", &portico.UpstreamError{Network: "evm-devnet", Err: portico.ErrUpstreamUnavailable}, portico.CodeUpstreamDown, "502", "upstream unavailable for network evm-devnet"},
 		{"no upstream", &portico.UpstreamError{Network: "solana-devnet", Err: portico.ErrNoUpstream}, portico.CodeUpstreamDown, "502", "no upstream configured for network solana-devnet"},
 		{"upstream timeout", &portico.UpstreamError{Network: "evm-devnet", Err: portico.ErrUpstreamTimeout}, portico.CodeUpstreamTimeout, "504", "upstream timed out for network evm-devnet"},
+		{"unverified", &portico.UnverifiedError{Network: "mainnet", Method: "eth_getBalance", Reason: "every node's eth_getProof failed its check"}, portico.CodeUnverified, "502",
+			"unverified: no node gave an answer to eth_getBalance on network mainnet that could be verified"},
 		{"client timeout", portico.ErrClientTimeout, portico.CodeClientTimeout, "408", "request not received in time"},
 		{"host", portico.ErrNetworkUnknown, portico.CodeNetworkUnknown, "404", "unknown network host"},
 		{"content type", portico.ErrWrongContentType, portico.CodeWrongContentType, "415", "Content-Type must be application/json"},

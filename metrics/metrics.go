@@ -57,6 +57,8 @@ type Metrics struct {
 	subs            *prometheus.GaugeVec
 	notifications   *prometheus.CounterVec
 	meteringErrors  prometheus.Counter
+	verified        *prometheus.CounterVec
+	verifyFaults    *prometheus.CounterVec
 
 	mu   sync.Mutex
 	keys map[string]bool // key names given a label of their own
@@ -96,8 +98,14 @@ func New() *Metrics {
 		Help: "Notifications sent to clients, by network and kind."}, []string{"network", "kind"})
 	m.meteringErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "portico_metering_failures_total",
 		Help: "Charges that failed because the counter or the journal did (the calls were refused)."})
+	m.verified = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "portico_verified_calls_total",
+		Help: "Calls on networks with verify on or strict, by network, method and result: verified, unverified (passed on unchecked) or refused (-32058)."},
+		[]string{"network", "method", "result"})
+	m.verifyFaults = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "portico_verify_faults_total",
+		Help: "Answers of a node that failed their check against a trusted header (never sent, never cached), by network, node and method."},
+		[]string{"network", "node", "method"})
 	m.reg.MustRegister(m.calls, m.callSeconds, m.upstreamSeconds, m.upstreamErrors, m.cache, m.coalesced, m.credits, m.refused,
-		m.wsConns, m.subs, m.notifications, m.meteringErrors,
+		m.wsConns, m.subs, m.notifications, m.meteringErrors, m.verified, m.verifyFaults,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -178,6 +186,31 @@ func (m *Metrics) Coalesced(network, method string) {
 		return
 	}
 	m.coalesced.WithLabelValues(network, method).Inc()
+}
+
+// Verification results, the result label of portico_verified_calls_total.
+const (
+	VerifyVerified   = "verified"
+	VerifyUnverified = "unverified"
+	VerifyRefused    = "refused"
+)
+
+// Verified records a call on a network that verifies answers, with its
+// result (VerifyVerified, VerifyUnverified or VerifyRefused).
+func (m *Metrics) Verified(network, method, result string) {
+	if m == nil {
+		return
+	}
+	m.verified.WithLabelValues(network, method, result).Inc()
+}
+
+// VerifyFault records a node's answer that failed its check. method is
+// the node call that was checked (eth_getProof for a balance).
+func (m *Metrics) VerifyFault(network, node, method string) {
+	if m == nil {
+		return
+	}
+	m.verifyFaults.WithLabelValues(network, node, method).Inc()
 }
 
 // Credits records credits charged to a key (negative for a refund).

@@ -36,6 +36,8 @@ func exported(t *testing.T) map[string]string {
 	m.Subscription("evm", "newHeads", 1)
 	m.Notifications("evm", "newHeads", 1)
 	m.MeteringFailure()
+	m.Verified("evm", "eth_getBalance", metrics.VerifyVerified)
+	m.VerifyFault("evm", "a", "eth_getProof")
 	fams, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)

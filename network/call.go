@@ -67,6 +67,9 @@ type Outcome struct {
 	// Logs is how many logs the answer to a log query holds (for the
 	// logs cost mode, see Network.CostAfter).
 	Logs int
+	// Verified says whether the answer was checked against a trusted
+	// header (NotVerifying on a network with verify: off).
+	Verified Verification
 }
 
 // Call serves one call: from the network's heads when the method answers
@@ -75,14 +78,33 @@ type Outcome struct {
 // on the served chain. With frame set, the result is appended to it and
 // the outcome is framed (see Outcome).
 func (n *Network) Call(ctx context.Context, c Call, frame []byte) Outcome {
+	if n.verifier != nil {
+		if c.Params.Logs == nil {
+			return n.verifiedCall(ctx, c, frame)
+		}
+		// A log query is held to its bounds, then its logs are taken
+		// from verified receipts, and counted and capped as a node's.
+		lim, r, known, err := n.boundLogs(c)
+		if err != nil {
+			return Outcome{Err: err}
+		}
+		out := n.verifiedCall(ctx, c, frame)
+		if out.Err != nil {
+			return out
+		}
+		verified := out.Verified
+		out = n.capLogs(out, lim, r, known)
+		out.Verified = verified
+		return out
+	}
 	if c.Params.Logs != nil {
 		return n.callLogs(ctx, c, frame)
 	}
 	return n.call(ctx, c, frame)
 }
 
-// call serves one call (see Call), a log query once its bounds are
-// checked.
+// call serves one call (see Call) without checking its answer; a log
+// query once its bounds are checked.
 func (n *Network) call(ctx context.Context, c Call, frame []byte) Outcome {
 	m, params := c.Method, c.Params
 	heads, fresh := n.up.HeadsFresh()

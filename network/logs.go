@@ -82,19 +82,11 @@ func (n *Network) logRange(q *portico.LogQuery, heads portico.Heads, fresh bool)
 // when the node refuses it as too large, split into chunks.
 func (n *Network) callLogs(ctx context.Context, c Call, frame []byte) Outcome {
 	q := c.Params.Logs
-	lim := n.logLimits(c)
-	if lim.MaxAddresses > 0 && q.Addresses > lim.MaxAddresses {
-		return Outcome{Err: &portico.LogsTooLargeError{Bound: portico.LogBoundAddresses, Max: uint64(lim.MaxAddresses), Got: uint64(q.Addresses)}}
+	lim, r, known, err := n.boundLogs(c)
+	if err != nil {
+		return Outcome{Err: err}
 	}
-	if lim.MaxTopics > 0 && q.Topics > lim.MaxTopics {
-		return Outcome{Err: &portico.LogsTooLargeError{Bound: portico.LogBoundTopics, Max: uint64(lim.MaxTopics), Got: uint64(q.Topics)}}
-	}
-	heads, fresh := n.up.HeadsFresh()
-	r, known := n.logRange(q, heads, fresh)
-	if known && lim.MaxBlockRange > 0 && r.blocks() > lim.MaxBlockRange {
-		return Outcome{Err: &portico.LogsTooLargeError{Bound: portico.LogBoundRange, Max: lim.MaxBlockRange, Got: r.blocks(),
-			Suggest: true, From: r.from, To: r.from + lim.MaxBlockRange - 1}}
-	}
+	heads, _ := n.up.HeadsFresh()
 	size := n.nodeRange.Load()
 	if !known || q.Range == nil || size == 0 || r.blocks() <= size {
 		out := n.call(ctx, c, frame)
@@ -114,6 +106,28 @@ func (n *Network) callLogs(ctx context.Context, c Call, frame []byte) Outcome {
 	out := framed(frame, res, CacheNone)
 	out.Logs = count
 	return out
+}
+
+// boundLogs holds a log query to its bounds (the key's over the
+// network's): the limits, the block range it spans (known unless a tag
+// could not be resolved) and a *portico.LogsTooLargeError when it asks
+// for more.
+func (n *Network) boundLogs(c Call) (lim portico.LogLimits, r blockRange, known bool, err error) {
+	q := c.Params.Logs
+	lim = n.logLimits(c)
+	if lim.MaxAddresses > 0 && q.Addresses > lim.MaxAddresses {
+		return lim, r, false, &portico.LogsTooLargeError{Bound: portico.LogBoundAddresses, Max: uint64(lim.MaxAddresses), Got: uint64(q.Addresses)}
+	}
+	if lim.MaxTopics > 0 && q.Topics > lim.MaxTopics {
+		return lim, r, false, &portico.LogsTooLargeError{Bound: portico.LogBoundTopics, Max: uint64(lim.MaxTopics), Got: uint64(q.Topics)}
+	}
+	heads, fresh := n.up.HeadsFresh()
+	r, known = n.logRange(q, heads, fresh)
+	if known && lim.MaxBlockRange > 0 && r.blocks() > lim.MaxBlockRange {
+		return lim, r, known, &portico.LogsTooLargeError{Bound: portico.LogBoundRange, Max: lim.MaxBlockRange, Got: r.blocks(),
+			Suggest: true, From: r.from, To: r.from + lim.MaxBlockRange - 1}
+	}
+	return lim, r, known, nil
 }
 
 // capLogs counts the logs of a query's whole answer and refuses it when

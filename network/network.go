@@ -96,6 +96,11 @@ type Config struct {
 	// Logs bounds, splits and prices the network's log queries
 	// (docs/logs.md); the zero value bounds nothing and never splits.
 	Logs portico.LogSettings
+
+	// Verify, when its mode is on or strict, checks answers against
+	// trusted headers (EVM networks; docs/verify.md). The Upstream must
+	// then be a VerifyUpstream.
+	Verify VerifyConfig
 }
 
 // Network is one served network.
@@ -114,6 +119,9 @@ type Network struct {
 	// sent to a node, lowered when a node says it takes less.
 	logs      portico.LogSettings
 	nodeRange atomic.Uint64
+
+	// verifier is nil when the network does not verify.
+	verifier *verifier
 }
 
 // New builds a network; its cache follows the upstream's heads and chain
@@ -127,6 +135,15 @@ func New(cfg Config) *Network {
 	n.nodeRange.Store(cfg.Logs.NodeRange)
 	if !cfg.NoCoalesce {
 		n.flights = &flights{}
+	}
+	if cfg.Verify.Mode != VerifyOff {
+		v, err := newVerifier(n.name, n.up, cfg.Verify, n.log, n.metrics)
+		if err != nil {
+			// Refused rather than served unchecked.
+			n.log.Error("verify cannot run; every call is refused", "network", n.name, "err", err)
+			v = &verifier{network: n.name, mode: VerifyStrict, broken: err}
+		}
+		n.verifier = v
 	}
 	n.hub = newHub(n, cfg.Subs, cfg.Meter)
 	if c := n.cache; c != nil {

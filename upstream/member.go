@@ -30,6 +30,7 @@ type member struct {
 	// when head tracking failed to read the node since it last could.
 	failures    int
 	benched     time.Time // zero when not benched
+	faults      uint64    // failures ever: an answer to a call sent before the latest does not clear it
 	unreachable bool
 	// Slowness: a node that a hedge overtook is suspect for a while, so
 	// that new calls go elsewhere first; a timely answer clears it.
@@ -77,12 +78,16 @@ func (m *member) state(now time.Time) (benched, suspect, wrong bool) {
 	return !m.benched.IsZero() && now.Before(m.benched), !m.suspect.IsZero() && now.Before(m.suspect), m.wrong
 }
 
-// ok records an answer (a result or the node's JSON-RPC error) that took d.
-func (m *member) ok(d time.Duration, timely bool) {
+// ok records an answer (a result or the node's JSON-RPC error) that took
+// d, to a call sent when the node had failed faults times: a failure since
+// then (a wrong answer to a call in flight beside it) keeps its bench.
+func (m *member) ok(d time.Duration, timely bool, faults uint64) {
 	m.mu.Lock()
 	m.calls++
-	m.failures = 0
-	m.benched = time.Time{}
+	if m.faults == faults {
+		m.failures = 0
+		m.benched = time.Time{}
+	}
 	if timely {
 		m.slowStreak = 0
 		m.suspect = time.Time{}
@@ -103,9 +108,17 @@ func (m *member) fail(now time.Time, call bool) {
 		m.unreachable = true
 	}
 	m.failures++
+	m.faults++
 	backoff := time.Second << min(m.failures-1, 5)
 	m.benched = now.Add(min(backoff, 30*time.Second))
 	m.mu.Unlock()
+}
+
+// faultCount is the number of failures the node has had.
+func (m *member) faultCount() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.faults
 }
 
 // hedgedPast counts a hedge sent because the node had not answered in

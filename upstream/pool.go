@@ -108,6 +108,9 @@ type Request struct {
 	// took when it ends: the one whose answer Do returns before Do
 	// returns, a hedge that lost when it stops reading.
 	Budget MemoryBudget
+	// Check, when set, judges each node's result before it is taken (see
+	// CheckError): an answer it refuses is the node's fault.
+	Check func(node string, res jsontext.Value) error
 }
 
 // Pool sends each call to the best node of a network for that call, hedges
@@ -218,6 +221,7 @@ type attempt struct {
 	start    time.Time
 	took     time.Duration
 	repinned bool
+	faults   uint64 // the node's failures when the attempt was sent
 }
 
 // Do sends a call to the pool's nodes until one answers, and appends the
@@ -259,6 +263,7 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 				params, repinned = req.Repin(h.Latest), true
 			}
 		}
+		faults := m.faultCount()
 		go func() {
 			actx, acancel := context.WithDeadline(ctx, minTime(deadline, time.Now().Add(p.attempt)))
 			defer acancel()
@@ -267,6 +272,9 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 			res, err := m.Node.Send(actx, req.Method, params, Limits{MaxResult: req.MaxResult, Budget: req.Budget}, buf)
 			if err != nil && !isAnswer(err) && !isLimit(err) {
 				err = classify(actx, err)
+			}
+			if err == nil && req.Check != nil {
+				err = check(req.Check, m.Name, res)
 			}
 			took := time.Since(start)
 			failed := err != nil && !isAnswer(err) && !isLimit(err)
@@ -289,7 +297,7 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 			if p.observe != nil && !lost {
 				p.observe(m.Name, took, failed)
 			}
-			results <- attempt{m: m, res: res, err: err, start: start, took: took, repinned: repinned}
+			results <- attempt{m: m, res: res, err: err, start: start, took: took, repinned: repinned, faults: faults}
 		}()
 	}
 	launch()
@@ -317,7 +325,7 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 				if slow != nil && a.m != slow {
 					slow.overtaken(slowSent, p.now())
 				}
-				a.m.ok(a.took, a.m != slow)
+				a.m.ok(a.took, a.m != slow, a.faults)
 				if req.Repinned != nil {
 					*req.Repinned = a.repinned
 				}
@@ -331,7 +339,9 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 				// fault, and nobody is waiting for failover.
 				return nil, caller.Err()
 			}
-			a.m.fail(p.now(), true)
+			if !missing(a.err) {
+				a.m.fail(p.now(), true)
+			}
 			p.log.Warn("upstream failed", "network", p.network, "upstream", a.m.Name, "method", req.Method, "err", a.err)
 			last, lastName = a.err, a.m.Name
 			if req.Write && !undelivered(a.err) {

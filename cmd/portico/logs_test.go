@@ -105,7 +105,7 @@ func logsChain(t testing.TB) (*anvil.Node, uint64) {
 	}
 	t.Cleanup(func() { node.Close() })
 	var head string
-	if err := nodeRPC(node.URL(), "eth_blockNumber", `[]`, &head); err != nil {
+	if err := logsRPC(node.URL(), "eth_blockNumber", `[]`, &head); err != nil {
 		t.Fatal(err)
 	}
 	n, _ := strconv.ParseUint(strings.TrimPrefix(head, "0x"), 16, 64)
@@ -125,7 +125,7 @@ func TestLogsChainFixture(t *testing.T) {
 	// anvil_dumpState answers the state anvil --load-state reads, as
 	// gzip in hex.
 	var dump hexutil.Bytes
-	if err := nodeRPC(node.URL(), "anvil_dumpState", `[]`, &dump); err != nil {
+	if err := logsRPC(node.URL(), "anvil_dumpState", `[]`, &dump); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Dir(logsFixture), 0o755); err != nil {

@@ -74,8 +74,8 @@ func TestLogsBenchmark(t *testing.T) {
 	t.Logf("split/whole time ratio: %.2f", float64(sp.took)/float64(w.took))
 }
 
-// nodeRPC calls a node directly and decodes its result into v.
-func nodeRPC(url, method, params string, v any) error {
+// logsRPC calls a node directly and decodes its result into v.
+func logsRPC(url, method, params string, v any) error {
 	resp, err := http.Post(url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`))
 	if err != nil {
 		return err

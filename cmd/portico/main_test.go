@@ -29,7 +29,7 @@ type started struct {
 // start runs Main on port 0 with cfg, after opts have set its other
 // fields, and stops it when the test ends. Every log line is checked for
 // secrets at the end.
-func start(t *testing.T, cfg config.Config, opts ...func(*Main)) *started {
+func start(t testing.TB, cfg config.Config, opts ...func(*Main)) *started {
 	t.Helper()
 	if cfg.Listen == "" || cfg.Listen == config.DefaultListen {
 		cfg.Listen = "127.0.0.1:0"
@@ -94,7 +94,7 @@ func (s *started) key() string {
 }
 
 // addr returns a network's own listener address.
-func (s *started) addr(t *testing.T, network string) string {
+func (s *started) addr(t testing.TB, network string) string {
 	t.Helper()
 	for _, ep := range s.m.Networks {
 		if ep.Name == network {
@@ -106,7 +106,7 @@ func (s *started) addr(t *testing.T, network string) string {
 }
 
 // url returns a network's HTTP URL on its own listener.
-func (s *started) url(t *testing.T, network string) string {
+func (s *started) url(t testing.TB, network string) string {
 	return "http://" + s.addr(t, network) + "/v3/" + s.key()
 }
 

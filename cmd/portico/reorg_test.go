@@ -64,7 +64,7 @@ func newHeadOf(msg []byte) (streamHead, bool) {
 
 // startAnvil starts anvil with args for a test, skipping when it is not
 // installed (failing under PORTICO_TEST_STRICT=1).
-func startAnvil(t *testing.T, ctx context.Context, args ...string) *anvil.Node {
+func startAnvil(t testing.TB, ctx context.Context, args ...string) *anvil.Node {
 	t.Helper()
 	node, err := anvil.Start(ctx, anvil.Options{Args: args})
 	if errors.Is(err, anvil.ErrNotInstalled) && !anvil.Strict() {

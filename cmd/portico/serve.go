@@ -444,8 +444,12 @@ func (m *Main) network(ctx context.Context, n *config.Network, meter network.Met
 	if err := res.pool.Start(ctx); err != nil {
 		return nil, err
 	}
+	verifyCfg, err := verifyConfig(n)
+	if err != nil {
+		return nil, err
+	}
 	res.served = network.New(network.Config{Name: n.Name, Upstream: res.pool, Tags: methods.Chain().Tags, KeyForm: methods.KeyForm(), Subs: methods.Subscriptions(),
-		Cache: m.cache, NoCoalesce: noCoalesce, Meter: meter, Logger: m.log, Metrics: m.metrics, Logs: n.Logs.Settings()})
+		Cache: m.cache, NoCoalesce: noCoalesce, Meter: meter, Logger: m.log, Metrics: m.metrics, Logs: n.Logs.Settings(), Verify: verifyCfg})
 	return &servedNetwork{cfg: *n, res: res,
 		gw: &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Served: res.served}}, nil
 }

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/porticohq/portico/config"
+	"github.com/porticohq/portico/network"
+)
+
+// verifyConfig reads a network's verify lines (checked by config) into
+// what the network runs with.
+func verifyConfig(n *config.Network) (network.VerifyConfig, error) {
+	mode, err := network.ParseVerifyMode(n.Verify)
+	if err != nil {
+		return network.VerifyConfig{}, fmt.Errorf("network %s: verify: %w", n.Name, err)
+	}
+	cfg := network.VerifyConfig{Mode: mode, Quorum: n.VerifyQuorum, Checkpoint: n.VerifyCheckpoint}
+	if mode != network.VerifyOff && n.ChainID != "" {
+		if cfg.ChainID, err = strconv.ParseUint(n.ChainID, 0, 64); err != nil {
+			return network.VerifyConfig{}, fmt.Errorf("network %s: chain_id %q: verify needs an EVM chain id", n.Name, n.ChainID)
+		}
+	}
+	return cfg, nil
+}

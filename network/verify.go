@@ -1,0 +1,398 @@
+package network
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"strconv"
+	"sync"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/maypok86/otter/v2"
+
+	"github.com/porticohq/portico/metrics"
+	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/verify"
+)
+
+// VerifyMode is a network's `verify:` setting (docs/verify.md).
+type VerifyMode uint8
+
+// The verify modes.
+const (
+	// VerifyOff passes nodes' answers on as they are.
+	VerifyOff VerifyMode = iota
+	// VerifyOn checks every answer that can be checked against a trusted
+	// header and passes the rest on marked unverified.
+	VerifyOn
+	// VerifyStrict refuses what cannot be checked (-32058).
+	VerifyStrict
+)
+
+// ParseVerifyMode reads the config's spelling: off, on or strict (empty
+// is off).
+func ParseVerifyMode(s string) (VerifyMode, error) {
+	switch s {
+	case "", "off":
+		return VerifyOff, nil
+	case "on":
+		return VerifyOn, nil
+	case "strict":
+		return VerifyStrict, nil
+	}
+	return VerifyOff, fmt.Errorf("want off, on or strict, got %q", s)
+}
+
+// String is the config's spelling.
+func (m VerifyMode) String() string {
+	switch m {
+	case VerifyOn:
+		return "on"
+	case VerifyStrict:
+		return "strict"
+	}
+	return "off"
+}
+
+// Verification says whether a call's answer was checked.
+type Verification uint8
+
+// What a call's outcome says of its checks.
+const (
+	// NotVerifying: the network does not verify (verify: off).
+	NotVerifying Verification = iota
+	// Verified: the answer was checked against a trusted header.
+	Verified
+	// Unverified: the network verifies, but this answer was passed on
+	// unchecked (verify: on).
+	Unverified
+)
+
+// VerifyUpstream is what verification needs of the nodes besides the
+// call path's Upstream: each node by name (a quorum of hashes is what
+// each one says) and a way to bench a node whose answer was found wrong
+// after it was taken. *upstream.Pool is one.
+type VerifyUpstream interface {
+	Upstream
+	Names() []string
+	Ask(ctx context.Context, node, method string, params jsontext.Value) (jsontext.Value, error)
+	Fault(node string)
+}
+
+var _ VerifyUpstream = (*upstream.Pool)(nil)
+
+// VerifyConfig turns verification on for an EVM network.
+type VerifyConfig struct {
+	// Mode is on or strict; off builds no verifier.
+	Mode VerifyMode
+	// Quorum is how many nodes must report the same hash for a height
+	// for it to be trusted; 0 means verify.DefaultQuorum of the nodes.
+	Quorum int
+	// Checkpoint, when set, is a block hash trusted for good (with its
+	// ancestors by parent links).
+	Checkpoint string
+	// ChainID is the chain's id, for its fork rules; 0 means the one a
+	// quorum of nodes reports.
+	ChainID uint64
+}
+
+// verifier checks one EVM network's answers against headers it trusts.
+// Trusted headers are kept by hash; the chain view says which hash a
+// number has on the served chain, the trust set whether that hash earned
+// trust (a quorum of nodes, the checkpoint, a parent link).
+type verifier struct {
+	network string
+	mode    VerifyMode
+	up      VerifyUpstream
+	trust   *verify.Trust
+	quorum  int
+	cfg     VerifyConfig
+	log     *slog.Logger
+	metrics *metrics.Metrics
+
+	chainMu sync.Mutex // guards chain and exec while they are built
+	chain   *verify.Chain
+	exec    *verify.Executor
+
+	headers  *otter.Cache[common.Hash, *verify.Header]
+	blocks   *otter.Cache[common.Hash, *verify.Block]
+	receipts *otter.Cache[common.Hash, *verify.Receipts]
+
+	mu       sync.Mutex
+	pending  map[uint64]chan struct{} // quorum asks in flight, by height
+	byNumber map[uint64]common.Hash   // the hashes quorums trusted
+	cpDone   bool                     // the checkpoint's header was read
+	// broken is why the verifier cannot run (its upstream cannot ask
+	// each node); every call is then refused.
+	broken error
+}
+
+func newVerifier(name string, up Upstream, cfg VerifyConfig, log *slog.Logger, m *metrics.Metrics) (*verifier, error) {
+	vu, ok := up.(VerifyUpstream)
+	if !ok {
+		return nil, fmt.Errorf("network %s: verify needs an upstream that can ask each node", name)
+	}
+	q := cfg.Quorum
+	if q <= 0 {
+		q = verify.DefaultQuorum(len(vu.Names()))
+	}
+	v := &verifier{network: name, mode: cfg.Mode, up: vu, trust: verify.NewTrust(0), quorum: q, cfg: cfg, log: log, metrics: m,
+		headers:  otter.Must(&otter.Options[common.Hash, *verify.Header]{MaximumSize: 8192}),
+		blocks:   otter.Must(&otter.Options[common.Hash, *verify.Block]{MaximumSize: 64}),
+		receipts: otter.Must(&otter.Options[common.Hash, *verify.Receipts]{MaximumSize: 64}),
+		pending:  map[uint64]chan struct{}{},
+	}
+	return v, nil
+}
+
+// ready builds the chain's rules once: from the configured chain id, or
+// the one a quorum of nodes reports; and reads the checkpoint's header.
+func (v *verifier) ready(ctx context.Context) error {
+	if v.broken != nil {
+		return &verify.UnverifiableError{What: "network", Reason: v.broken.Error()}
+	}
+	v.chainMu.Lock()
+	defer v.chainMu.Unlock()
+	if v.chain == nil {
+		id := v.cfg.ChainID
+		if id == 0 {
+			reports := v.askAll(ctx, "eth_chainId", jsontext.Value(`[]`), func(res jsontext.Value) (common.Hash, bool) {
+				var s string
+				if json.Unmarshal(res, &s) != nil {
+					return common.Hash{}, false
+				}
+				n, err := strconv.ParseUint(s, 0, 64)
+				return common.BigToHash(new(big.Int).SetUint64(n)), err == nil
+			})
+			h, ok := verify.Agree(reports, v.quorum)
+			if !ok {
+				// Asked again at the next call: the nodes may agree then.
+				return &verify.UnverifiableError{What: "eth_chainId", Reason: "no quorum of nodes agrees on the chain id"}
+			}
+			id = h.Big().Uint64()
+		}
+		v.chain = verify.NewChain(verify.ConfigFor(id))
+		v.exec = verify.NewExecutor(v.chain, proofSource{v}, verify.ExecutorOptions{
+			Headers: func(hash common.Hash, number uint64) *verify.Header {
+				if _, ok := v.trust.Trusted(hash); !ok {
+					return nil
+				}
+				h, _ := v.headers.GetIfPresent(hash)
+				return h
+			},
+		})
+	}
+	if v.cfg.Checkpoint != "" && !v.cpDone {
+		hash := common.HexToHash(v.cfg.Checkpoint)
+		h, err := v.fetchHeader(ctx, hash)
+		if err != nil {
+			v.log.Error("verify: the checkpoint's header could not be read", "network", v.network, "err", err)
+			return nil
+		}
+		v.trust.Checkpoint(hash, h.Number())
+		v.trustedNumber(h.Number(), hash)
+		v.link(h)
+		v.cpDone = true
+	}
+	return nil
+}
+
+// askAll asks every node the same question and keeps what read parses of
+// each answer, by node.
+func (v *verifier) askAll(ctx context.Context, method string, params jsontext.Value, read func(jsontext.Value) (common.Hash, bool)) map[string]common.Hash {
+	names := v.up.Names()
+	type report struct {
+		node string
+		hash common.Hash
+		ok   bool
+	}
+	ch := make(chan report, len(names))
+	for _, node := range names {
+		go func() {
+			res, err := v.up.Ask(ctx, node, method, params)
+			if err != nil {
+				ch <- report{node: node}
+				return
+			}
+			h, ok := read(res)
+			ch <- report{node, h, ok}
+		}()
+	}
+	out := map[string]common.Hash{}
+	for range names {
+		if r := <-ch; r.ok {
+			out[r.node] = r.hash
+		}
+	}
+	return out
+}
+
+// headerAt returns the trusted header at a height: the served chain's
+// hash there if it is trusted already, else the hash a quorum of nodes
+// reports for it.
+func (v *verifier) headerAt(ctx context.Context, number uint64) (*verify.Header, error) {
+	if hash, ok := v.up.View().Canonical(number); ok {
+		h := common.HexToHash(hash)
+		if _, ok := v.trust.Trusted(h); ok {
+			return v.fetchHeader(ctx, h)
+		}
+	} else if h, ok := v.trustedAt(number); ok {
+		// Below the view (it keeps blocks back to finalized only): the
+		// hash a quorum, the checkpoint or a parent link trusted there.
+		return v.fetchHeader(ctx, h)
+	}
+	hash, err := v.quorumAt(ctx, number)
+	if err != nil {
+		return nil, err
+	}
+	return v.fetchHeader(ctx, hash)
+}
+
+// quorumAt asks every node for its hash at a height (one ask per height
+// at a time; later callers wait for it) and trusts the quorum's.
+func (v *verifier) quorumAt(ctx context.Context, number uint64) (common.Hash, error) {
+	for {
+		v.mu.Lock()
+		wait, busy := v.pending[number]
+		if !busy {
+			wait = make(chan struct{})
+			v.pending[number] = wait
+		}
+		v.mu.Unlock()
+		if busy {
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return common.Hash{}, ctx.Err()
+			}
+			if hash, ok := v.up.View().Canonical(number); ok {
+				if _, ok := v.trust.Trusted(common.HexToHash(hash)); ok {
+					return common.HexToHash(hash), nil
+				}
+			}
+			if hash, ok := v.trustedAt(number); ok {
+				return hash, nil
+			}
+			continue
+		}
+		params := jsontext.Value(`["` + hexNumber(number) + `",false]`)
+		reports := v.askAll(ctx, "eth_getBlockByNumber", params, blockHashOf)
+		hash, ok := v.trust.Quorum(number, reports, v.quorum)
+		v.mu.Lock()
+		delete(v.pending, number)
+		v.mu.Unlock()
+		close(wait)
+		if !ok {
+			return common.Hash{}, &verify.UnverifiableError{What: "block " + strconv.FormatUint(number, 10),
+				Reason: fmt.Sprintf("fewer than %d of %d nodes report one hash for it", v.quorum, len(v.up.Names()))}
+		}
+		v.trustedNumber(number, hash)
+		return hash, nil
+	}
+}
+
+// trustedNumber notes the hash trusted at a height (by quorum,
+// checkpoint or link), keeping the newest 8,192 heights.
+func (v *verifier) trustedNumber(number uint64, hash common.Hash) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.byNumber == nil {
+		v.byNumber = map[uint64]common.Hash{}
+	}
+	v.byNumber[number] = hash
+	if len(v.byNumber) > 8192 {
+		for n := range v.byNumber {
+			if n+8192 < number {
+				delete(v.byNumber, n)
+			}
+		}
+	}
+}
+
+// link extends trust from a verified header to its parent, and notes the
+// parent's height.
+func (v *verifier) link(h *verify.Header) {
+	if v.trust.Link(h) && h.Number() > 0 {
+		v.trustedNumber(h.Number()-1, h.Eth().ParentHash)
+	}
+}
+
+// trustedAt returns the hash trusted at a height, if any.
+func (v *verifier) trustedAt(number uint64) (common.Hash, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	h, ok := v.byNumber[number]
+	return h, ok
+}
+
+// blockHashOf reads the hash of a block answer.
+func blockHashOf(res jsontext.Value) (common.Hash, bool) {
+	var b struct {
+		Hash *common.Hash `json:"hash"`
+	}
+	if json.Unmarshal(res, &b) != nil || b.Hash == nil {
+		return common.Hash{}, false
+	}
+	return *b.Hash, true
+}
+
+// fetchHeader returns the verified header of a trusted hash, from the
+// ones kept or from a node (its fields checked against the hash; a node
+// whose fields do not hash to it is at fault). Trust extends to its
+// parent.
+func (v *verifier) fetchHeader(ctx context.Context, hash common.Hash) (*verify.Header, error) {
+	if h, ok := v.headers.GetIfPresent(hash); ok {
+		return h, nil
+	}
+	var h *verify.Header
+	_, err := v.do(ctx, "eth_getBlockByHash", jsontext.Value(`["`+hash.Hex()+`",false]`), func(res jsontext.Value) error {
+		if res.Kind() == 'n' {
+			return fmt.Errorf("no block %s: %w", hash.Hex(), upstream.ErrMissing)
+		}
+		got, err := verify.VerifyHeader(res, hash)
+		if err != nil {
+			return err
+		}
+		h = got
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	v.headers.Set(hash, h)
+	v.link(h)
+	return h, nil
+}
+
+// do sends a node call whose answer check judges: a node whose answer
+// fails it is at fault (benched, counted, logged) and the next node is
+// asked. It returns the answer that passed.
+func (v *verifier) do(ctx context.Context, method string, params jsontext.Value, check func(jsontext.Value) error) (jsontext.Value, error) {
+	served := ""
+	res, err := v.up.Do(ctx, upstream.Request{Method: method, Params: params, Served: &served, Check: func(node string, res jsontext.Value) error {
+		err := check(res)
+		switch {
+		case err == nil, errors.Is(err, upstream.ErrMissing):
+		case errors.Is(err, verify.ErrUnverifiable):
+			// Nobody's fault: the next node is asked, none is benched.
+			err = fmt.Errorf("%w: %w", upstream.ErrMissing, err)
+		default:
+			v.fault(node, method, err)
+		}
+		return err
+	}}, nil)
+	return res, err
+}
+
+// fault records a node's wrong answer: a counter per node and method,
+// and a log line naming node, method and what did not match.
+func (v *verifier) fault(node, method string, err error) {
+	v.metrics.VerifyFault(v.network, node, method)
+	v.log.Warn("wrong answer from node", "network", v.network, "node", node, "method", method, "mismatch", err.Error())
+}
+
+func hexNumber(n uint64) string { return "0x" + strconv.FormatUint(n, 16) }

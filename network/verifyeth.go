@@ -1,0 +1,694 @@
+package network
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/verify"
+)
+
+// verifiedMethod answers one EVM method from checked node answers; params
+// are the call's params after its tag was pinned.
+type verifiedMethod func(v *verifier, ctx context.Context, params jsontext.Value) (jsontext.Value, error)
+
+// verifiedMethods are the methods a verifying network checks
+// (docs/verify.md lists what each check is).
+var verifiedMethods = map[string]verifiedMethod{
+	"eth_blockNumber":                         (*verifier).blockNumber,
+	"eth_chainId":                             (*verifier).chainID,
+	"eth_getProof":                            (*verifier).getProof,
+	"eth_getBalance":                          (*verifier).getBalance,
+	"eth_getTransactionCount":                 (*verifier).getTransactionCount,
+	"eth_getStorageAt":                        (*verifier).getStorageAt,
+	"eth_getCode":                             (*verifier).getCode,
+	"eth_getBlockByNumber":                    (*verifier).getBlock,
+	"eth_getBlockByHash":                      (*verifier).getBlock,
+	"eth_getTransactionByBlockNumberAndIndex": (*verifier).txByBlockAndIndex,
+	"eth_getTransactionByBlockHashAndIndex":   (*verifier).txByBlockAndIndex,
+	"eth_getTransactionByHash":                (*verifier).txByHash,
+	"eth_getTransactionReceipt":               (*verifier).receipt,
+	"eth_getBlockReceipts":                    (*verifier).blockReceipts,
+	"eth_getLogs":                             (*verifier).getLogs,
+	"eth_call":                                (*verifier).call,
+	"eth_estimateGas":                         (*verifier).estimateGas,
+}
+
+// unverifiable is an error for a call nothing can check.
+func unverifiable(what, reason string) error {
+	return &verify.UnverifiableError{What: what, Reason: reason}
+}
+
+// splitParams decodes a positional params array.
+func splitParams(params jsontext.Value) ([]json.RawMessage, error) {
+	var ps []json.RawMessage
+	if len(params) == 0 {
+		return nil, nil
+	}
+	if err := json.Unmarshal(params, &ps); err != nil {
+		return nil, unverifiable("params", "not a positional array")
+	}
+	return ps, nil
+}
+
+// blockRef is a block as a call names it.
+type blockRef struct {
+	hash   common.Hash
+	byHash bool
+	number uint64
+}
+
+// parseBlock reads a block parameter: a number, a tag, a hash or an
+// EIP-1898 object; missing means latest. Tags are resolved on the served
+// chain; pending cannot be verified.
+func (v *verifier) parseBlock(raw json.RawMessage) (blockRef, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return v.tag("latest")
+	}
+	if raw[0] == '{' {
+		var o struct {
+			BlockHash   *common.Hash `json:"blockHash"`
+			BlockNumber *string      `json:"blockNumber"`
+		}
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return blockRef{}, unverifiable("block", "unreadable block object")
+		}
+		if o.BlockHash != nil {
+			return blockRef{hash: *o.BlockHash, byHash: true}, nil
+		}
+		if o.BlockNumber != nil {
+			raw, _ = json.Marshal(*o.BlockNumber)
+		} else {
+			return v.tag("latest")
+		}
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return blockRef{}, unverifiable("block", "unreadable block parameter")
+	}
+	if len(s) == 66 && strings.HasPrefix(s, "0x") {
+		return blockRef{hash: common.HexToHash(s), byHash: true}, nil
+	}
+	if strings.HasPrefix(s, "0x") {
+		n, err := strconv.ParseUint(s[2:], 16, 64)
+		if err != nil {
+			return blockRef{}, unverifiable("block", "unreadable block number")
+		}
+		return blockRef{number: n}, nil
+	}
+	return v.tag(s)
+}
+
+// tag resolves a block tag on the served chain.
+func (v *verifier) tag(t string) (blockRef, error) {
+	switch t {
+	case "earliest":
+		return blockRef{number: 0}, nil
+	case "latest":
+		if h, ok := v.up.View().Head(); ok {
+			return blockRef{number: h.Number}, nil
+		}
+	case "safe", "finalized":
+		safe, final := v.up.View().Marks()
+		if t == "safe" && safe > 0 {
+			return blockRef{number: safe}, nil
+		}
+		if t == "finalized" && final > 0 {
+			return blockRef{number: final}, nil
+		}
+	case "pending":
+		return blockRef{}, unverifiable("block", "pending state has no header to check it against")
+	}
+	return blockRef{}, unverifiable("block", "the tag "+t+" names no block on the served chain yet")
+}
+
+// resolve returns the trusted header of a block reference.
+func (v *verifier) resolve(ctx context.Context, ref blockRef) (*verify.Header, error) {
+	if ref.byHash {
+		return v.trustHash(ctx, ref.hash)
+	}
+	return v.headerAt(ctx, ref.number)
+}
+
+// trustHash returns the header of a block named by hash if that hash is
+// trusted, or earns trust now: the header read by its hash, and a quorum
+// of nodes naming the same hash at its height.
+func (v *verifier) trustHash(ctx context.Context, hash common.Hash) (*verify.Header, error) {
+	if _, ok := v.trust.Trusted(hash); ok {
+		return v.fetchHeader(ctx, hash)
+	}
+	h, err := v.fetchHeader(ctx, hash)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := v.trust.Trusted(hash); ok {
+		return h, nil
+	}
+	at, err := v.quorumAt(ctx, h.Number())
+	if err != nil {
+		return nil, err
+	}
+	if at != hash {
+		if _, ok := v.trust.Trusted(hash); !ok {
+			return nil, unverifiable("block "+hash.Hex(), "not on the chain a quorum of nodes follows")
+		}
+	}
+	return h, nil
+}
+
+// perNode keeps what each node's answer was checked into, since a hedged
+// call may check two answers at once; the one returned is the served
+// node's.
+type perNode[T any] struct {
+	mu sync.Mutex
+	m  map[string]T
+}
+
+func (p *perNode[T]) set(node string, t T) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]T{}
+	}
+	p.m[node] = t
+}
+
+func (p *perNode[T]) get(node string) T {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[node]
+}
+
+// doChecked is do for checks that produce a value.
+func doChecked[T any](v *verifier, ctx context.Context, method string, params jsontext.Value, check func(jsontext.Value) (T, error)) (T, string, error) {
+	var got perNode[T]
+	served := ""
+	_, err := v.up.Do(ctx, upstream.Request{Method: method, Params: params, Served: &served, Check: func(node string, res jsontext.Value) error {
+		if res.Kind() == 'n' {
+			return fmt.Errorf("%s answered null: %w", method, upstream.ErrMissing)
+		}
+		t, err := check(res)
+		switch {
+		case err == nil:
+			got.set(node, t)
+		case errors.Is(err, upstream.ErrMissing):
+		case errors.Is(err, verify.ErrUnverifiable):
+			err = fmt.Errorf("%w: %w", upstream.ErrMissing, err)
+		default:
+			v.fault(node, method, err)
+		}
+		return err
+	}}, nil)
+	if err != nil {
+		var zero T
+		return zero, "", err
+	}
+	return got.get(served), served, nil
+}
+
+// account proves an account (and slots) at a trusted header.
+func (v *verifier) account(ctx context.Context, h *verify.Header, addr common.Address, slots []common.Hash) (*verify.Account, jsontext.Value, error) {
+	var b strings.Builder
+	b.WriteString(`["` + addr.Hex() + `",[`)
+	for i, s := range slots {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"` + s.Hex() + `"`)
+	}
+	b.WriteString(`],{"blockHash":"` + h.Hash().Hex() + `"}]`)
+	type proven struct {
+		acc *verify.Account
+		raw jsontext.Value
+	}
+	p, _, err := doChecked(v, ctx, "eth_getProof", jsontext.Value(b.String()), func(res jsontext.Value) (proven, error) {
+		acc, err := verify.VerifyProof(res, h.StateRoot(), addr, slots)
+		return proven{acc, append(jsontext.Value(nil), res...)}, err
+	})
+	return p.acc, p.raw, err
+}
+
+func parseAddress(raw json.RawMessage) (common.Address, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil || !common.IsHexAddress(s) {
+		return common.Address{}, unverifiable("address", "unreadable address")
+	}
+	return common.HexToAddress(s), nil
+}
+
+// stateAt reads the address and block of a state read: params
+// [address, (slot,) block].
+func (v *verifier) stateAt(ctx context.Context, params jsontext.Value, blockAt int) (common.Address, []json.RawMessage, *verify.Header, error) {
+	ps, err := splitParams(params)
+	if err != nil || len(ps) < blockAt {
+		return common.Address{}, nil, nil, unverifiable("params", "too few params")
+	}
+	addr, err := parseAddress(ps[0])
+	if err != nil {
+		return common.Address{}, nil, nil, err
+	}
+	var raw json.RawMessage
+	if len(ps) > blockAt {
+		raw = ps[blockAt]
+	}
+	ref, err := v.parseBlock(raw)
+	if err != nil {
+		return common.Address{}, nil, nil, err
+	}
+	h, err := v.resolve(ctx, ref)
+	return addr, ps, h, err
+}
+
+func (v *verifier) getBalance(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
+	addr, _, h, err := v.stateAt(ctx, params, 1)
+	if err != nil {
+		return nil, err
+	}
+	acc, _, err := v.account(ctx, h, addr, nil)
+	if err != nil {
+		return nil, err
+	}
+	return acc.BalanceJSON(), nil
+}
+
+func (v *verifier) getTransactionCount(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
+	addr, _, h, err := v.stateAt(ctx, params, 1)
+	if err != nil {
+		return nil, err
+	}
+	acc, _, err := v.account(ctx, h, addr, nil)
+	if err != nil {
+		return nil, err
+	}
+	return acc.NonceJSON(), nil
+}
+
+func (v *verifier) getStorageAt(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
+	addr, ps, h, err := v.stateAt(ctx, params, 2)
+	if err != nil {
+		return nil, err
+	}
+	var s string
+	if json.Unmarshal(ps[1], &s) != nil {
+		return nil, unverifiable("slot", "unreadable slot")
+	}
+	slot, err := verify.ParseSlot(s)
+	if err != nil {
+		return nil, unverifiable("slot", err.Error())
+	}
+	acc, _, err := v.account(ctx, h, addr, []common.Hash{slot})
+	if err != nil {
+		return nil, err
+	}
+	out, _ := acc.StorageJSON(slot)
+	return out, nil
+}
+
+func (v *verifier) getProof(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
+	addr, ps, h, err := v.stateAt(ctx, params, 2)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	if json.Unmarshal(ps[1], &keys) != nil {
+		return nil, unverifiable("storageKeys", "unreadable storage keys")
+	}
+	slots := make([]common.Hash, len(keys))
+	for i, k := range keys {
+		if slots[i], err = verify.ParseSlot(k); err != nil {
+			return nil, unverifiable("storageKeys", err.Error())
+		}
+	}
+	// The node is asked for the keys as the client wrote them, so that
+	// the answer echoes them as the client expects.
+	ask := jsontext.Value(`[` + string(ps[0]) + `,` + string(ps[1]) + `,{"blockHash":"` + h.Hash().Hex() + `"}]`)
+	raw, _, err := doChecked(v, ctx, "eth_getProof", ask, func(res jsontext.Value) (jsontext.Value, error) {
+		_, err := verify.VerifyProof(res, h.StateRoot(), addr, slots)
+		return append(jsontext.Value(nil), res...), err
+	})
+	return raw, err
+}
+
+// getCode fetches the proof and the code at once and checks the code
+// against the proven code hash; a node whose code does not hash to it is
+// at fault, and the code is asked of the next node.
+func (v *verifier) getCode(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
+	addr, _, h, err := v.stateAt(ctx, params, 1)
+	if err != nil {
+		return nil, err
+	}
+	type codeAnswer struct {
+		raw    jsontext.Value
+		served string
+		err    error
+	}
+	ask := jsontext.Value(`["` + addr.Hex() + `",{"blockHash":"` + h.Hash().Hex() + `"}]`)
+	fetch := func() chan codeAnswer {
+		ch := make(chan codeAnswer, 1)
+		go func() {
+			served := ""
+			raw, err := v.up.Do(ctx, upstream.Request{Method: "eth_getCode", Params: ask, Served: &served}, nil)
+			ch <- codeAnswer{raw, served, err}
+		}()
+		return ch
+	}
+	early := fetch()
+	acc, _, err := v.account(ctx, h, addr, nil)
+	if err != nil {
+		return nil, err
+	}
+	for range len(v.up.Names()) {
+		ans := <-early
+		if ans.err != nil {
+			return nil, ans.err
+		}
+		code, err := verify.VerifyCode(ans.raw, acc)
+		if err == nil {
+			return jsontext.Value(`"0x` + common.Bytes2Hex(code) + `"`), nil
+		}
+		v.fault(ans.served, "eth_getCode", err)
+		v.up.Fault(ans.served)
+		early = fetch()
+	}
+	return nil, &verify.MismatchError{What: "eth_getCode", Got: "every node's code differs from the proven code hash"}
+}
+
+// block returns the verified block of a trusted hash (full transactions).
+func (v *verifier) block(ctx context.Context, hash common.Hash) (*verify.Block, error) {
+	if b, ok := v.blocks.GetIfPresent(hash); ok {
+		return b, nil
+	}
+	b, _, err := doChecked(v, ctx, "eth_getBlockByHash", jsontext.Value(`["`+hash.Hex()+`",true]`), func(res jsontext.Value) (*verify.Block, error) {
+		return v.chain.VerifyBlock(res, hash)
+	})
+	if err != nil {
+		return nil, err
+	}
+	v.blocks.Set(hash, b)
+	return b, nil
+}
+
+// receiptsOf returns the verified receipts of a verified block.
+func (v *verifier) receiptsOf(ctx context.Context, b *verify.Block) (*verify.Receipts, error) {
+	hash := b.Header.Hash()
+	if rs, ok := v.receipts.GetIfPresent(hash); ok {
+		return rs, nil
+	}
+	rs, _, err := doChecked(v, ctx, "eth_getBlockReceipts", jsontext.Value(`["`+hash.Hex()+`"]`), func(res jsontext.Value) (*verify.Receipts, error) {
+		return v.chain.VerifyReceipts(res, b)
+	})
+	if err != nil {
+		return nil, err
+	}
+	v.receipts.Set(hash, rs)
+	return rs, nil
+}
+
+// blockOf resolves the block param at index i and returns its verified
+// block.
+func (v *verifier) blockOf(ctx context.Context, ps []json.RawMessage, i int) (*verify.Block, error) {
+	var raw json.RawMessage
+	if len(ps) > i {
+		raw = ps[i]
+	}
+	ref, err := v.parseBlock(raw)
+	if err != nil {
+		return nil, err
+	}
+	h, err := v.resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return v.block(ctx, h.Hash())
+}
+
+func (v *verifier) getBlock(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
+	ps, err := splitParams(params)
+	if err != nil || len(ps) < 1 {
+		return nil, unverifiable("params", "too few params")
+	}
+	b, err := v.blockOf(ctx, ps, 0)
+	if err != nil {
+		return nil, err
+	}
+	full := len(ps) > 1 && string(ps[1]) == "true"
+	return b.JSON(full), nil
+}
+
+func (v *verifier) txByBlockAndIndex(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
+	ps, err := splitParams(params)
+	if err != nil || len(ps) < 2 {
+		return nil, unverifiable("params", "too few params")
+	}
+	var s string
+	if json.Unmarshal(ps[1], &s) != nil {
+		return nil, unverifiable("index", "unreadable index")
+	}
+	i, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+	if err != nil {
+		return nil, unverifiable("index", "unreadable index")
+	}
+	b, err := v.blockOf(ctx, ps, 0)
+	if err != nil {
+		return nil, err
+	}
+	return b.TransactionJSON(i), nil
+}
+
+// txBlock asks a node where a transaction is, then checks that the
+// trusted block there holds it. A node that names a block without it is
+// at fault; one that knows no such transaction cannot be checked.
+func (v *verifier) txBlock(ctx context.Context, params jsontext.Value) (*verify.Block, uint64, error) {
+	ps, err := splitParams(params)
+	if err != nil || len(ps) < 1 {
+		return nil, 0, unverifiable("params", "too few params")
+	}
+	var s string
+	if json.Unmarshal(ps[0], &s) != nil {
+		return nil, 0, unverifiable("hash", "unreadable transaction hash")
+	}
+	txHash := common.HexToHash(s)
+	type place struct {
+		b *verify.Block
+		i uint64
+	}
+	p, _, err := doChecked(v, ctx, "eth_getTransactionByHash", jsontext.Value(`["`+txHash.Hex()+`"]`), func(res jsontext.Value) (place, error) {
+		var at struct {
+			BlockHash *common.Hash `json:"blockHash"`
+		}
+		if json.Unmarshal(res, &at) != nil {
+			return place{}, &verify.MalformedError{What: "transaction"}
+		}
+		if at.BlockHash == nil {
+			return place{}, unverifiable("transaction "+txHash.Hex(), "not in a block yet")
+		}
+		h, err := v.trustHash(ctx, *at.BlockHash)
+		if err != nil {
+			if errors.Is(err, verify.ErrUnverifiable) {
+				return place{}, err
+			}
+			return place{}, fmt.Errorf("%w: %w", upstream.ErrMissing, err)
+		}
+		b, err := v.block(ctx, h.Hash())
+		if err != nil {
+			return place{}, fmt.Errorf("%w: %w", upstream.ErrMissing, err)
+		}
+		i, ok := b.Index(txHash)
+		if !ok {
+			return place{}, &verify.MismatchError{What: "transaction.blockHash", Got: at.BlockHash.Hex(), Want: "a block holding " + txHash.Hex()}
+		}
+		return place{b, i}, nil
+	})
+	if err != nil {
+		if isMissingOnly(err) {
+			// Every node said null: nobody can prove a transaction absent.
+			return nil, 0, unverifiable("transaction "+txHash.Hex(), "no node knows it; absence cannot be proven")
+		}
+		return nil, 0, err
+	}
+	return p.b, p.i, nil
+}
+
+// isMissingOnly reports whether a failed Do failed only because nodes
+// lacked the data (each answered null).
+func isMissingOnly(err error) bool {
+	return errors.Is(err, upstream.ErrMissing) && !errors.Is(err, verify.ErrUnverifiable) &&
+		!errors.Is(err, verify.ErrMismatch) && !errors.Is(err, verify.ErrMalformed)
+}
+
+func (v *verifier) txByHash(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
+	b, i, err := v.txBlock(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	return b.TransactionJSON(i), nil
+}
+
+func (v *verifier) receipt(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
+	b, i, err := v.txBlock(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := v.receiptsOf(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	out, _ := rs.ReceiptJSON(b.Transactions[i].Hash())
+	return out, nil
+}
+
+func (v *verifier) blockReceipts(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
+	ps, err := splitParams(params)
+	if err != nil || len(ps) < 1 {
+		return nil, unverifiable("params", "too few params")
+	}
+	b, err := v.blockOf(ctx, ps, 0)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := v.receiptsOf(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	return rs.JSON(), nil
+}
+
+func (v *verifier) blockNumber(ctx context.Context, _ jsontext.Value) (jsontext.Value, error) {
+	ref, err := v.tag("latest")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := v.headerAt(ctx, ref.number); err != nil {
+		return nil, err
+	}
+	return jsontext.Value(`"` + hexNumber(ref.number) + `"`), nil
+}
+
+func (v *verifier) chainID(context.Context, jsontext.Value) (jsontext.Value, error) {
+	return jsontext.Value(`"0x` + v.chain.Config().ChainID.Text(16) + `"`), nil
+}
+
+// callError is a locally run call's failure as the node would send it.
+func callError(err error) error {
+	var ce *verify.CallError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	e := &jsonrpc.Error{Code: ce.Code, Message: ce.Message}
+	if ce.Data != "" {
+		e.Data = jsontext.Value(`"` + ce.Data + `"`)
+	}
+	return &localAnswer{e}
+}
+
+// localAnswer is an error answer computed over verified state: verified,
+// though an error.
+type localAnswer struct{ rpc *jsonrpc.Error }
+
+func (l *localAnswer) Error() string { return l.rpc.Error() }
+func (l *localAnswer) Unwrap() error { return l.rpc }
+
+func (v *verifier) call(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
+	return v.execute(ctx, params, v.exec.Call)
+}
+
+func (v *verifier) estimateGas(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
+	return v.execute(ctx, params, v.exec.EstimateGas)
+}
+
+// execute runs eth_call or eth_estimateGas locally at the trusted block.
+// A code mismatch found inside the run blames the nodes that served code
+// for it, and the run is tried again.
+func (v *verifier) execute(ctx context.Context, params jsontext.Value, run func(context.Context, *verify.Header, []byte) ([]byte, error)) (jsontext.Value, error) {
+	ps, err := splitParams(params)
+	if err != nil || len(ps) < 1 {
+		return nil, unverifiable("params", "too few params")
+	}
+	if len(ps) > 2 && string(ps[2]) != "null" && string(ps[2]) != "{}" {
+		return nil, unverifiable("call", "state overrides are not chain state")
+	}
+	var raw json.RawMessage
+	if len(ps) > 1 {
+		raw = ps[1]
+	}
+	ref, err := v.parseBlock(raw)
+	if err != nil {
+		return nil, err
+	}
+	h, err := v.resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	for range len(v.up.Names()) {
+		rec := &codeNodes{}
+		out, err := run(context.WithValue(ctx, codeNodesKey{}, rec), h, ps[0])
+		if err == nil {
+			return out, nil
+		}
+		if !errors.Is(err, verify.ErrMismatch) {
+			return nil, callError(err)
+		}
+		for _, node := range rec.list() {
+			v.fault(node, "eth_getCode", err)
+			v.up.Fault(node)
+		}
+	}
+	return nil, &verify.MismatchError{What: "eth_call", Got: "every node's state failed its check"}
+}
+
+// codeNodes records which nodes served code during one local run.
+type codeNodes struct {
+	mu    sync.Mutex
+	nodes []string
+}
+
+type codeNodesKey struct{}
+
+func (c *codeNodes) add(n string) {
+	c.mu.Lock()
+	c.nodes = append(c.nodes, n)
+	c.mu.Unlock()
+}
+
+func (c *codeNodes) list() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.nodes...)
+}
+
+// proofSource is the executor's way to the nodes: proofs are checked
+// against the trusted header as they arrive (a wrong one is the node's
+// fault and the next node is asked); code is checked by the executor
+// against the proven code hash.
+type proofSource struct{ v *verifier }
+
+func (p proofSource) GetProof(ctx context.Context, addr common.Address, slots []common.Hash, block common.Hash) ([]byte, error) {
+	h, ok := p.v.headers.GetIfPresent(block)
+	if !ok {
+		return nil, fmt.Errorf("no trusted header %s", block.Hex())
+	}
+	_, raw, err := p.v.account(ctx, h, addr, slots)
+	return raw, err
+}
+
+func (p proofSource) GetCode(ctx context.Context, addr common.Address, block common.Hash) ([]byte, error) {
+	served := ""
+	res, err := p.v.up.Do(ctx, upstream.Request{Method: "eth_getCode", Params: jsontext.Value(`["` + addr.Hex() + `",{"blockHash":"` + block.Hex() + `"}]`), Served: &served}, nil)
+	if rec, ok := ctx.Value(codeNodesKey{}).(*codeNodes); ok && err == nil {
+		rec.add(served)
+	}
+	return res, err
+}
+
+func (p proofSource) CreateAccessList(ctx context.Context, call []byte, block common.Hash) ([]byte, error) {
+	return p.v.up.Do(ctx, upstream.Request{Method: "eth_createAccessList", Params: jsontext.Value(`[` + string(call) + `,{"blockHash":"` + block.Hex() + `"}]`)}, nil)
+}
