@@ -67,7 +67,7 @@ func mustResult(t *testing.T, url, method, params string) json.RawMessage {
 // logsFixture is logsChain's chain as anvil_dumpState wrote it (gzip of
 // the state anvil --load-state reads):
 // loading it takes seconds where mining its blocks takes minutes.
-// PORTICO_WRITE_FIXTURES=1 writes it again (TestLogsChainFixture).
+// TestLogsChainFixture (build tag portico_fixtures) writes it again.
 const logsFixture = "../../testdata/anvil/logs-chain.json.gz"
 
 // logsChain starts anvil with the chain of logsFixture, or builds it when
@@ -113,28 +113,6 @@ func logsChain(t testing.TB) (*anvil.Node, uint64) {
 		t.Fatalf("head %d after loading %s, want more than 10,200 blocks", n, logsFixture)
 	}
 	return node, n
-}
-
-// TestLogsChainFixture writes logsFixture again from a chain built anew,
-// with PORTICO_WRITE_FIXTURES=1.
-func TestLogsChainFixture(t *testing.T) {
-	if os.Getenv("PORTICO_WRITE_FIXTURES") != "1" {
-		t.Skip("set PORTICO_WRITE_FIXTURES=1 to write " + logsFixture)
-	}
-	node, _ := buildLogsChain(t)
-	// anvil_dumpState answers the state anvil --load-state reads, as
-	// gzip in hex.
-	var dump hexutil.Bytes
-	if err := logsRPC(node.URL(), "anvil_dumpState", `[]`, &dump); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(logsFixture), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(logsFixture, dump, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s: %d bytes", logsFixture, len(dump))
 }
 
 // buildLogsChain starts anvil and builds a chain of more than 10,000 blocks
@@ -374,4 +352,21 @@ func TestLogsAnvil(t *testing.T) {
 			}
 		})
 	}
+}
+
+// logsRPC calls a node directly and decodes its result into v.
+func logsRPC(url, method, params string, v any) error {
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var a logsAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
+		return err
+	}
+	if a.Error != nil {
+		return fmt.Errorf("%s: %d %s", method, a.Error.Code, a.Error.Message)
+	}
+	return json.Unmarshal(a.Result, v)
 }

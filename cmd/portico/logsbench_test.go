@@ -1,11 +1,9 @@
+//go:build portico_bench
+
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,12 +15,9 @@ import (
 // portico with 3 nodes: split into chunks of 1,000 blocks (4 at the nodes
 // at once) versus sent whole to a node that takes it, each asked once on
 // a network of its own (so that no chunk comes from the cache). The nodes
-// are three anvils with one chain (logsFixture). It runs only with
-// PORTICO_BENCH=logs; docs/benchmarks.md has its numbers.
+// are three anvils with one chain (logsFixture). It is built only with
+// the tag portico_bench; docs/benchmarks.md has its numbers.
 func TestLogsBenchmark(t *testing.T) {
-	if os.Getenv("PORTICO_BENCH") != "logs" {
-		t.Skip("set PORTICO_BENCH=logs to run")
-	}
 	var urls []string
 	for range 3 {
 		n, _ := logsChain(t)
@@ -72,21 +67,4 @@ func TestLogsBenchmark(t *testing.T) {
 	t.Logf("| sent whole | %s | %d |", w.took.Round(time.Millisecond), w.calls)
 	t.Logf("| split (1,000 blocks, 4 at once) | %s | %d |", sp.took.Round(time.Millisecond), sp.calls)
 	t.Logf("split/whole time ratio: %.2f", float64(sp.took)/float64(w.took))
-}
-
-// logsRPC calls a node directly and decodes its result into v.
-func logsRPC(url, method, params string, v any) error {
-	resp, err := http.Post(url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var a logsAnswer
-	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		return err
-	}
-	if a.Error != nil {
-		return fmt.Errorf("%s: %d %s", method, a.Error.Code, a.Error.Message)
-	}
-	return json.Unmarshal(a.Result, v)
 }
