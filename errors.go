@@ -12,8 +12,8 @@ import (
 // status in one function, and docs/errors.md is the table a test keeps in
 // step with it.
 const (
-	CodeLimitExceeded     = -32005
-	CodeUnauthorized      = -32040
+	CodeLimitExceeded = -32005
+	CodeUnauthorized  = -32040
 	// CodeForbidden was answered for a key's allowlists before issue 26,
 	// which moved them to CodeKeyRejected; kept so the number is not
 	// reused.
