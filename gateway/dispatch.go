@@ -83,7 +83,24 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 	outs := make([]outcome, len(calls))
 	preps := make([]prepared, len(calls))
 	var items []metering.Item
+	// A key's own bounds on calls (in flight, per second) admit or refuse
+	// the body's calls as one unit, before anything else is done for them.
+	var refused *portico.QuotaError
+	if r := rq.id.Rules; r != nil && r.Limited() {
+		release, err := g.calls.take(rq.id.Name, r, len(calls), time.Now())
+		if err != nil {
+			errors.As(err, &refused)
+			for i := range calls {
+				outs[i].Err = err
+			}
+		} else {
+			defer release()
+		}
+	}
 	for i := range calls {
+		if outs[i].Err != nil {
+			continue
+		}
 		p, err := g.prepare(rq, &calls[i])
 		if err != nil {
 			outs[i].Err = err
@@ -157,7 +174,11 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		case p.unsub != nil:
 			outs[i] = rq.net.Served.Unsubscribe(ctx, p.unsub)
 		default:
-			outs[i] = rq.net.Served.Call(ctx, network.Call{Method: p.m, Params: p.params, Served: p.served, Budget: budget}, frame)
+			c := network.Call{Method: p.m, Params: p.params, Served: p.served, Budget: budget}
+			if r := rq.id.Rules; r != nil {
+				c.Logs = r.Logs
+			}
+			outs[i] = rq.net.Served.Call(ctx, c, frame)
 		}
 	}
 	if len(calls) == 1 {
@@ -244,6 +265,9 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		case chargeErr != nil && !errors.Is(chargeErr, context.Canceled):
 			m.MeteringFailure()
 		}
+	}
+	if quota == nil && refused != nil {
+		quota = refused
 	}
 	if quota != nil {
 		info.retryAfter = quota.RetryAfter
@@ -370,7 +394,12 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 	}
 	if s := rq.net.Methods.subByName[c.Method]; s != nil {
 		if len(rq.id.Methods) > 0 && !rq.net.Methods.anySub(s, rq.id.Methods) {
-			return prepared{}, &portico.ForbiddenError{What: "method", Value: c.Method}
+			return prepared{}, &portico.ForbiddenError{What: portico.AllowMethod, Value: c.Method}
+		}
+		if r := rq.id.Rules; r != nil && len(r.Addresses) > 0 {
+			if err := checkLogsSubscription(r, c.Params); err != nil {
+				return prepared{}, err
+			}
 		}
 		sp, err := s.Params(c.Params)
 		if err != nil {
@@ -390,7 +419,12 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 		return prepared{}, portico.Answered(&portico.MethodNotFoundError{Method: c.Method})
 	}
 	if len(rq.id.Methods) > 0 && !rq.net.Methods.AnyOf(m, rq.id.Methods) {
-		return prepared{}, &portico.ForbiddenError{What: "method", Value: c.Method}
+		return prepared{}, &portico.ForbiddenError{What: portico.AllowMethod, Value: c.Method}
+	}
+	if r := rq.id.Rules; r != nil && len(r.Addresses) > 0 {
+		if err := checkTarget(r, m.Name, c.Params); err != nil {
+			return prepared{}, err
+		}
 	}
 	params := portico.Params{Send: c.Params}
 	if m.Params != nil {

@@ -105,6 +105,8 @@ type Gateway struct {
 	slots   slots // open TCP connections over all listeners, per client
 	wsConns atomic.Int64
 	wsKeys  addrCounts[string] // WebSocket connections per key name
+	tokens  tokenCache         // JWTs that passed, until they expire
+	calls   keyCalls           // calls in flight and per second, per limited key
 	mem     *membudget.Budget  // the process's memory budget
 	keyMem  *membudget.Keys    // each key's, under mem
 
@@ -126,6 +128,7 @@ func New(cfg Config) *Gateway {
 		meter:   cfg.Meter,
 		log:     cfg.Logger,
 		sockets: map[*jsonrpc.Conn]struct{}{},
+		tokens:  newTokenCache(),
 	}
 	g.slots.max, g.slots.perClient = cfg.Limits.MaxConnections, cfg.Limits.MaxConnectionsPerIP
 	if g.log == nil {
