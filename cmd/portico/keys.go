@@ -398,7 +398,7 @@ func printKey(s *Streams, k store.Key) {
 	fmt.Fprintf(s.Out, "restricted: %s\n", restrictions(k))
 	r := k.Rules
 	if r.HasSecret() {
-		fmt.Fprintln(s.Out, "secret:     required (HTTP Basic auth password or X-Portico-Secret)")
+		fmt.Fprintln(s.Out, "auth:       a secret (HTTP Basic auth password or X-Portico-Secret)")
 	}
 	if len(r.JWTKeys) > 0 {
 		names := make([]string, len(r.JWTKeys))
