@@ -157,8 +157,8 @@ type KeyJSON struct {
 	RequestsPerSecond int                `json:"requests_per_second,omitempty"`
 	Logs              *portico.LogLimits `json:"logs,omitempty"`
 	CreatedAt         time.Time          `json:"created_at"`
-	RevokedAt     time.Time `json:"revoked_at,omitzero"`
-	Today         *Balance  `json:"today,omitempty"`
+	RevokedAt         time.Time          `json:"revoked_at,omitzero"`
+	Today             *Balance           `json:"today,omitempty"`
 }
 
 // Balance is a key's live balance today.
