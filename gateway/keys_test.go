@@ -38,7 +38,8 @@ func evmTable() portico.Table {
 }
 
 // keysEnv is a gateway whose keys come from a real key store (SQLite in
-// memory), so that each test sets keys up as an operator would.
+// memory), so that each test sets keys up as an operator would. Settings
+// apply at once: its authenticator keeps nothing.
 type keysEnv struct {
 	*env
 	st *store.Store
@@ -46,13 +47,19 @@ type keysEnv struct {
 
 func newKeysEnv(t *testing.T, o options) *keysEnv {
 	t.Helper()
+	return newKeysEnvTTL(t, o, time.Nanosecond)
+}
+
+// newKeysEnvTTL is newKeysEnv with the authenticator keeping accepted
+// keys for ttl, as a server does.
+func newKeysEnvTTL(t *testing.T, o options, ttl time.Duration) *keysEnv {
+	t.Helper()
 	st, err := store.OpenSQLite(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	// Settings apply at once: the authenticator keeps nothing.
-	o.auth = store.NewAuthenticator(st, time.Nanosecond)
+	o.auth = store.NewAuthenticator(st, ttl)
 	if o.table == nil {
 		o.table = evmTable
 	}
