@@ -98,9 +98,19 @@ func (r *Rules) UserAgentAllowed(ua string) bool {
 	if len(r.UserAgents) == 0 {
 		return true
 	}
-	ua = strings.ToLower(ua)
 	for _, e := range r.UserAgents {
-		if strings.Contains(ua, strings.ToLower(e)) {
+		if containsFold(ua, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold reports whether sub is within s, ignoring case, without
+// allocating.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
 			return true
 		}
 	}

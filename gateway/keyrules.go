@@ -195,6 +195,9 @@ var targets = map[string]targetRule{
 }
 
 // checkTarget applies the key's contract-address allowlist to one call.
+// The params are read with encoding/json, as go-ethereum reads them:
+// member names match without regard to case and the last of two
+// duplicates counts, so the address checked is the one the node uses.
 // A call whose method has a target but whose params name none (an
 // eth_getLogs without an address, an eth_call that creates a contract) is
 // refused: it would read contracts beyond the list.
