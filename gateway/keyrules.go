@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"math"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/maypok86/otter/v2"
 	"github.com/valyala/fasthttp"
@@ -195,73 +197,115 @@ var targets = map[string]targetRule{
 }
 
 // checkTarget applies the key's contract-address allowlist to one call.
-// The params are read with encoding/json, as go-ethereum reads them:
-// member names match without regard to case and the last of two
-// duplicates counts, so the address checked is the one the node uses.
-// A call whose method has a target but whose params name none (an
-// eth_getLogs without an address, an eth_call that creates a contract) is
-// refused: it would read contracts beyond the list.
+// The params are read as go-ethereum reads them: member names match
+// without regard to case, and of two members that match, the last counts,
+// so the address checked is the one the node uses. What cannot be read so
+// (named params, a member given twice under one spelling, a target that
+// is not a string) names no address, and is refused.
 func checkTarget(r *apikey.Rules, method string, params []byte) error {
 	rule, ok := targets[method]
 	if !ok {
 		return nil
 	}
-	var p []json.RawMessage
-	_ = json.Unmarshal(params, &p) // named or broken params name no address
+	d := decoders.Get().(*paramsDecoder)
+	defer decoders.Put(d)
+	d.r.Reset(params)
+	d.d.Reset(&d.r)
+	d.addrs = d.addrs[:0]
+	if tok, err := d.d.ReadToken(); err != nil || tok.Kind() != '[' {
+		return addressesAllowed(r, nil)
+	}
 	var addrs []string
-	if len(p) > 0 {
-		switch rule {
-		case targetFirstParam:
-			var a string
-			if json.Unmarshal(p[0], &a) == nil && a != "" {
-				addrs = []string{a}
-			}
-		case targetCallTo:
-			var o struct {
-				To string `json:"to"`
-			}
-			if json.Unmarshal(p[0], &o) == nil && o.To != "" {
-				addrs = []string{o.To}
-			}
-		case targetLogFilter:
-			addrs = filterAddresses(p[0])
+	switch rule {
+	case targetFirstParam:
+		if d.d.PeekKind() == '"' {
+			tok, _ := d.d.ReadToken()
+			addrs = append(d.addrs, tok.String())
 		}
+	case targetCallTo:
+		addrs, _ = d.member("to", false)
+	case targetLogFilter:
+		addrs, _ = d.member("address", true)
 	}
 	return addressesAllowed(r, addrs)
 }
 
 // checkLogsSubscription applies the list to eth_subscribe("logs", filter).
 func checkLogsSubscription(r *apikey.Rules, params []byte) error {
-	var p []json.RawMessage
-	_ = json.Unmarshal(params, &p)
-	var kind string
-	if len(p) == 0 || json.Unmarshal(p[0], &kind) != nil || kind != "logs" {
+	d := decoders.Get().(*paramsDecoder)
+	defer decoders.Put(d)
+	d.r.Reset(params)
+	d.d.Reset(&d.r)
+	d.addrs = d.addrs[:0]
+	if tok, err := d.d.ReadToken(); err != nil || tok.Kind() != '[' {
+		return nil // not a logs subscription the node would take
+	}
+	if tok, err := d.d.ReadToken(); err != nil || tok.Kind() != '"' || tok.String() != "logs" {
 		return nil
 	}
 	var addrs []string
-	if len(p) > 1 {
-		addrs = filterAddresses(p[1])
+	if d.d.PeekKind() == '{' {
+		addrs, _ = d.member("address", true)
 	}
 	return addressesAllowed(r, addrs)
 }
 
-func filterAddresses(raw json.RawMessage) []string {
-	var f struct {
-		Address json.RawMessage `json:"address"`
+// paramsDecoder reads a call's params token by token, reused through
+// decoders so that a check allocates next to nothing.
+type paramsDecoder struct {
+	r     bytes.Reader
+	d     jsontext.Decoder
+	addrs []string
+}
+
+var decoders = sync.Pool{New: func() any { return new(paramsDecoder) }}
+
+// member reads the object that comes next and returns the addresses of
+// its member name (matched ignoring case, the last match counting): one
+// string, or with list a string or an array of strings. Anything else
+// yields none. ok is false when the object could not be read.
+func (d *paramsDecoder) member(name string, list bool) (addrs []string, ok bool) {
+	if tok, err := d.d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, false
 	}
-	if json.Unmarshal(raw, &f) != nil || len(f.Address) == 0 {
-		return nil
-	}
-	var one string
-	if json.Unmarshal(f.Address, &one) == nil {
-		if one == "" {
-			return nil
+	var found []string
+	for d.d.PeekKind() != '}' {
+		tok, err := d.d.ReadToken()
+		if err != nil {
+			return nil, false
 		}
-		return []string{one}
+		if !strings.EqualFold(tok.String(), name) {
+			if d.d.SkipValue() != nil {
+				return nil, false
+			}
+			continue
+		}
+		found = d.addrs[:0]
+		switch k := d.d.PeekKind(); {
+		case k == '"':
+			v, _ := d.d.ReadToken()
+			found = append(found, v.String())
+		case k == '[' && list:
+			d.d.ReadToken()
+			for d.d.PeekKind() == '"' {
+				v, _ := d.d.ReadToken()
+				found = append(found, v.String())
+			}
+			if v, err := d.d.ReadToken(); err != nil || v.Kind() != ']' {
+				return nil, false // an element that is not a string
+			}
+		default:
+			if d.d.SkipValue() != nil {
+				return nil, false
+			}
+			found = found[:0] // null or another kind: no address
+		}
+		d.addrs = found
 	}
-	var list []string
-	_ = json.Unmarshal(f.Address, &list)
-	return list
+	if _, err := d.d.ReadToken(); err != nil {
+		return nil, false
+	}
+	return found, true
 }
 
 // addressesAllowed passes a call only if it names at least one address

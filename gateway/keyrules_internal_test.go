@@ -36,7 +36,12 @@ func TestCheckTarget(t *testing.T) {
 		{"eth_call", `[{"to":"` + a + `"},"latest"]`, true},
 		{"eth_call", `[{"TO":"` + a + `"}]`, true},
 		{"eth_call", `[{"to":"` + a + `","To":"` + other + `"}]`, false}, // geth takes the last
-		{"eth_call", `[{"to":"` + other + `","to":"` + a + `"}]`, true},
+		{"eth_call", `[{"to":"` + other + `","to":"` + a + `"}]`, false}, // one spelling twice: refused
+		{"eth_call", `[{"data":"0x","from":"` + other + `","to":"` + a + `","gas":"0x1"},"latest",{"` + other + `":{"balance":"0x1"}}]`, true},
+		{"eth_call", `[{"to":["` + a + `"]}]`, false},
+		{"eth_getLogs", `[{"address":["` + a + `","` + a + `"],"topics":[null,["0x01"]]}]`, true},
+		{"eth_getLogs", `[{"ADDRESS":"` + other + `"}]`, false},
+		{"eth_getLogs", `[{"address":"` + a + `"`, false}, // cut short
 		{"eth_call", `[{"to":null}]`, false},
 		{"eth_call", `{"to":"` + a + `"}`, false}, // named params name no target
 		{"eth_call", `[]`, false},
