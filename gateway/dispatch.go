@@ -85,11 +85,13 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 	var items []metering.Item
 	// A key's own bounds on calls (in flight, per second) admit or refuse
 	// the body's calls as one unit, before anything else is done for them.
-	var refused *portico.QuotaError
+	// (An error, not the *QuotaError: a variable whose address went to
+	// errors.As would be allocated on every request, limited or not.)
+	var refused error
 	if r := rq.id.Rules; r != nil && r.Limited() {
 		release, err := g.calls.take(rq.id.Name, r, len(calls), time.Now())
 		if err != nil {
-			errors.As(err, &refused)
+			refused = err
 			for i := range calls {
 				outs[i].Err = err
 			}
@@ -267,7 +269,7 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		}
 	}
 	if quota == nil && refused != nil {
-		quota = refused
+		errors.As(refused, &quota)
 	}
 	if quota != nil {
 		info.retryAfter = quota.RetryAfter
