@@ -12,8 +12,11 @@ import (
 // status in one function, and docs/errors.md is the table a test keeps in
 // step with it.
 const (
-	CodeLimitExceeded     = -32005
-	CodeUnauthorized      = -32040
+	CodeLimitExceeded = -32005
+	CodeUnauthorized  = -32040
+	// CodeForbidden was answered for a key's allowlists before issue 26,
+	// which moved them to CodeKeyRejected; kept so the number is not
+	// reused.
 	CodeForbidden         = -32041
 	CodeBodyTooLarge      = -32042
 	CodeBatchTooLarge     = -32043
@@ -74,7 +77,27 @@ var (
 	// ErrHTTPMethod means an HTTP method other than POST (or OPTIONS)
 	// reached a JSON-RPC endpoint.
 	ErrHTTPMethod = errors.New("portico: HTTP method must be POST")
+	// ErrSecretMissing means the key has a secret and the request carried
+	// none (docs/keys.md).
+	ErrSecretMissing = errors.New("portico: API key secret missing")
+	// ErrSecretWrong means the request carried a secret that is not the
+	// key's (nor, during a rotation's grace period, its previous one).
+	ErrSecretWrong = errors.New("portico: API key secret wrong")
 )
+
+// HeaderKeySecret is the request header that may carry a key's secret,
+// beside the password of HTTP Basic auth (docs/keys.md).
+const HeaderKeySecret = "X-Portico-Secret"
+
+// JWTError reports a request to a key that requires a JWT whose token was
+// missing or refused. It answers 401 with CodeUnauthorized; Reason is what
+// the client sees, and says what to fix (never which parts were right).
+type JWTError struct {
+	Reason string
+}
+
+// Error says why the token was refused.
+func (e *JWTError) Error() string { return "JWT refused: " + e.Reason }
 
 // ParamsError reports params that break a method's rules. It answers -32602,
 // and its message names the param's position (for positional params) and the
@@ -227,12 +250,17 @@ func (e *UpstreamError) Error() string {
 // Unwrap returns the cause.
 func (e *UpstreamError) Unwrap() error { return e.Err }
 
-// Quota limits: the two ways a key runs out.
+// Quota limits: the ways a key runs out.
 const (
 	// QuotaDaily is the daily credit balance, reset at 00:00 UTC.
 	QuotaDaily = "daily"
 	// QuotaRate is the key's credits-per-second rate limit.
 	QuotaRate = "rate"
+	// QuotaRequests is the key's own bound on calls per second, apart
+	// from credits (docs/keys.md).
+	QuotaRequests = "requests"
+	// QuotaConcurrent is the key's own bound on calls in flight at once.
+	QuotaConcurrent = "concurrent"
 )
 
 // QuotaError reports a call refused because its key has run out of credits
@@ -247,7 +275,8 @@ type QuotaError struct {
 	Cost int64
 	// Remaining and Daily describe the balance (QuotaDaily).
 	Remaining, Daily int64
-	// Rate is the credits-per-second limit (QuotaRate).
+	// Rate is the credits-per-second limit (QuotaRate), the calls per
+	// second (QuotaRequests) or the calls in flight (QuotaConcurrent).
 	Rate int64
 	// ResetAt is when the daily balance is refilled (QuotaDaily).
 	ResetAt time.Time
@@ -257,6 +286,14 @@ type QuotaError struct {
 
 // Error says which limit was hit and when to try again.
 func (e *QuotaError) Error() string {
+	switch e.Limit {
+	case QuotaRequests:
+		return fmt.Sprintf("request rate exceeded for key %q: %d calls per second; retry after %s",
+			e.Key, e.Rate, e.RetryAfter.Round(time.Millisecond))
+	case QuotaConcurrent:
+		return fmt.Sprintf("too many calls in flight for key %q: limit is %d at once; retry after %s",
+			e.Key, e.Rate, e.RetryAfter.Round(time.Millisecond))
+	}
 	if e.Limit == QuotaRate {
 		return fmt.Sprintf("rate limit exceeded for key %q: %d credits per second, this call costs %d; retry after %s",
 			e.Key, e.Rate, e.Cost, e.RetryAfter.Round(time.Millisecond))
@@ -269,20 +306,40 @@ func (e *QuotaError) Error() string {
 // limits.
 func (e *QuotaError) ErrorCode() int { return CodeLimitExceeded }
 
-// ForbiddenError reports a call that the key's allowlists do not permit.
+// ForbiddenError reports a call that one of the key's allowlists does
+// not permit. It answers 403 with CodeKeyRejected, and data.reason names
+// the list.
 type ForbiddenError struct {
-	// What is "method", "network" or "origin".
+	// What names the list: one of the Allow* constants.
 	What string
-	// Value is the refused method, network or origin.
+	// Value is the refused method, network, origin, address or
+	// User-Agent; empty when the request has none.
 	Value string
 }
 
-// Error names what is not allowed.
+// The allowlists of a key, as ForbiddenError.What and data.reason name
+// them.
+const (
+	AllowMethod    = "method"
+	AllowNetwork   = "network"
+	AllowOrigin    = "origin"
+	AllowAddress   = "address"
+	AllowUserAgent = "user_agent"
+)
+
+// Error names what is not allowed and by which list.
 func (e *ForbiddenError) Error() string {
-	if e.Value == "" {
-		return fmt.Sprintf("this API key is restricted by %s and the request has none", e.What)
+	what := e.What
+	switch what {
+	case AllowAddress:
+		what = "contract address"
+	case AllowUserAgent:
+		what = "User-Agent"
 	}
-	return fmt.Sprintf("%s %q is not allowed for this API key", e.What, e.Value)
+	if e.Value == "" {
+		return fmt.Sprintf("this API key is restricted by %s and the call has none", what)
+	}
+	return fmt.Sprintf("%s %q is not allowed for this API key", what, e.Value)
 }
 
 // ErrUnverified is the kind of every UnverifiedError.

@@ -7,6 +7,10 @@
 //	GET    /admin/v1/keys/{name}           one key, with today's balance
 //	PATCH  /admin/v1/keys/{name}           change balance, rate or allowlists
 //	DELETE /admin/v1/keys/{name}           revoke
+//	POST   /admin/v1/keys/{name}/secret    give the key a new secret (the answer
+//	                                       holds it, once); {"grace_seconds": n}
+//	                                       keeps the old one working for n seconds
+//	DELETE /admin/v1/keys/{name}/secret    drop the key's secret
 //	GET    /admin/v1/usage?key=&from=&to=  usage by day, key and method
 //	                                       (?group=key or ?group=method sums the other)
 //	GET    /admin/v1/nodes                 every network's nodes, when Config.Nodes is set
@@ -32,6 +36,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/admintoken"
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/metering"
@@ -96,6 +101,8 @@ func New(cfg Config) (*API, error) {
 	a.mux.HandleFunc("GET /admin/v1/keys/{name}", a.show)
 	a.mux.HandleFunc("PATCH /admin/v1/keys/{name}", a.update)
 	a.mux.HandleFunc("DELETE /admin/v1/keys/{name}", a.revoke)
+	a.mux.HandleFunc("POST /admin/v1/keys/{name}/secret", a.rotateSecret)
+	a.mux.HandleFunc("DELETE /admin/v1/keys/{name}/secret", a.removeSecret)
 	a.mux.HandleFunc("GET /admin/v1/usage", a.usage)
 	if cfg.Nodes != nil {
 		a.mux.HandleFunc("GET /admin/v1/nodes", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, cfg.Nodes()) })
@@ -147,18 +154,32 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mux.ServeHTTP(w, r)
 }
 
-// KeyJSON is a key as the API shows it; Key is set only on creation.
+// KeyJSON is a key as the API shows it; Key is set only on creation,
+// Secret only on creation with a secret and on a rotation.
 type KeyJSON struct {
-	Name          string    `json:"name"`
-	Key           string    `json:"key,omitempty"`
-	DailyCredits  int64     `json:"daily_credits"`
-	RatePerSecond int64     `json:"rate_per_second"`
-	AllowMethods  []string  `json:"allow_methods,omitempty"`
-	AllowNetworks []string  `json:"allow_networks,omitempty"`
-	AllowOrigins  []string  `json:"allow_origins,omitempty"`
-	CreatedAt     time.Time `json:"created_at"`
-	RevokedAt     time.Time `json:"revoked_at,omitzero"`
-	Today         *Balance  `json:"today,omitempty"`
+	Name          string   `json:"name"`
+	Key           string   `json:"key,omitempty"`
+	Secret        string   `json:"secret,omitempty"`
+	DailyCredits  int64    `json:"daily_credits"`
+	RatePerSecond int64    `json:"rate_per_second"`
+	AllowMethods  []string `json:"allow_methods,omitempty"`
+	AllowNetworks []string `json:"allow_networks,omitempty"`
+	AllowOrigins  []string `json:"allow_origins,omitempty"`
+	// The key's own rules (docs/keys.md); HasSecret says calls need a
+	// secret, PrevSecretUntil ends a rotated-out secret's grace period.
+	HasSecret         bool               `json:"has_secret"`
+	PrevSecretUntil   time.Time          `json:"prev_secret_until,omitzero"`
+	JWTKeys           []apikey.JWTKey    `json:"jwt_keys,omitempty"`
+	JWTMaxLifetime    int64              `json:"jwt_max_lifetime_seconds,omitempty"`
+	JWTAudience       string             `json:"jwt_audience,omitempty"`
+	AllowAddresses    []string           `json:"allow_addresses,omitempty"`
+	AllowUserAgents   []string           `json:"allow_user_agents,omitempty"`
+	MaxConcurrent     int                `json:"max_concurrent,omitempty"`
+	RequestsPerSecond int                `json:"requests_per_second,omitempty"`
+	Logs              *portico.LogLimits `json:"logs,omitempty"`
+	CreatedAt         time.Time          `json:"created_at"`
+	RevokedAt         time.Time          `json:"revoked_at,omitzero"`
+	Today             *Balance           `json:"today,omitempty"`
 }
 
 // Balance is a key's live balance today.
@@ -170,8 +191,13 @@ type Balance struct {
 }
 
 func keyJSON(k store.Key) KeyJSON {
+	r := k.Rules
 	return KeyJSON{Name: k.Name, DailyCredits: k.DailyCredits, RatePerSecond: k.RatePerSecond,
 		AllowMethods: k.AllowMethods, AllowNetworks: k.AllowNetworks, AllowOrigins: k.AllowOrigins,
+		HasSecret: r.HasSecret(), PrevSecretUntil: r.PrevSecretUntil, JWTKeys: r.JWTKeys,
+		JWTMaxLifetime: int64(r.JWTMaxLifetime / time.Second), JWTAudience: r.JWTAudience,
+		AllowAddresses: r.AllowAddresses, AllowUserAgents: r.AllowUserAgents,
+		MaxConcurrent: r.MaxConcurrent, RequestsPerSecond: r.RequestsPerSecond, Logs: r.Logs,
 		CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
 }
 
@@ -218,6 +244,27 @@ type KeyRequest struct {
 	AllowMethods  *[]string `json:"allow_methods"`
 	AllowNetworks *[]string `json:"allow_networks"`
 	AllowOrigins  *[]string `json:"allow_origins"`
+	// WithSecret, on POST, gives the key a secret, answered once.
+	WithSecret        bool               `json:"with_secret"`
+	JWTKeys           *[]apikey.JWTKey   `json:"jwt_keys"`
+	JWTMaxLifetime    *int64             `json:"jwt_max_lifetime_seconds"`
+	JWTAudience       *string            `json:"jwt_audience"`
+	AllowAddresses    *[]string          `json:"allow_addresses"`
+	AllowUserAgents   *[]string          `json:"allow_user_agents"`
+	MaxConcurrent     *int               `json:"max_concurrent"`
+	RequestsPerSecond *int               `json:"requests_per_second"`
+	Logs              *portico.LogLimits `json:"logs"`
+}
+
+// rules is the request's change to a key's own rules.
+func (req *KeyRequest) rules() store.RulesPatch {
+	p := store.RulesPatch{JWTKeys: req.JWTKeys, JWTAudience: req.JWTAudience, AllowAddresses: req.AllowAddresses,
+		AllowUserAgents: req.AllowUserAgents, MaxConcurrent: req.MaxConcurrent, RequestsPerSecond: req.RequestsPerSecond, Logs: req.Logs}
+	if req.JWTMaxLifetime != nil {
+		d := time.Duration(*req.JWTMaxLifetime) * time.Second
+		p.JWTMaxLifetime = &d
+	}
+	return p
 }
 
 func decode(r *http.Request, v any) error {
@@ -247,16 +294,24 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	if req.DailyCredits != nil {
 		daily = *req.DailyCredits
 	}
+	p := req.rules()
+	if p.Logs != nil && *p.Logs == (portico.LogLimits{}) {
+		p.Logs = nil
+	}
+	rp := store.Rules{JWTKeys: deref(p.JWTKeys), JWTMaxLifetime: deref(p.JWTMaxLifetime), JWTAudience: deref(p.JWTAudience),
+		AllowAddresses: deref(p.AllowAddresses), AllowUserAgents: deref(p.AllowUserAgents),
+		MaxConcurrent: deref(p.MaxConcurrent), RequestsPerSecond: deref(p.RequestsPerSecond), Logs: p.Logs}
 	k, secret, err := a.cfg.Store.Create(r.Context(), store.KeySpec{Name: req.Name, DailyCredits: daily,
 		RatePerSecond: deref(req.RatePerSecond), AllowMethods: deref(req.AllowMethods),
-		AllowNetworks: deref(req.AllowNetworks), AllowOrigins: deref(req.AllowOrigins)})
+		AllowNetworks: deref(req.AllowNetworks), AllowOrigins: deref(req.AllowOrigins),
+		Rules: rp, WithSecret: req.WithSecret})
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
 	}
 	a.cfg.Logger.Info("admin: key created", "name", k.Name)
 	out := keyJSON(k)
-	out.Key = secret
+	out.Key, out.Secret = secret, k.NewSecret
 	writeJSON(w, http.StatusCreated, out)
 }
 
@@ -286,8 +341,13 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("name: keys cannot be renamed"))
 		return
 	}
+	if req.WithSecret {
+		writeError(w, http.StatusBadRequest, errors.New("with_secret: on an existing key, POST /admin/v1/keys/{name}/secret"))
+		return
+	}
 	k, err := a.cfg.Store.Update(r.Context(), r.PathValue("name"), store.Patch{DailyCredits: req.DailyCredits,
-		RatePerSecond: req.RatePerSecond, AllowMethods: req.AllowMethods, AllowNetworks: req.AllowNetworks, AllowOrigins: req.AllowOrigins})
+		RatePerSecond: req.RatePerSecond, AllowMethods: req.AllowMethods, AllowNetworks: req.AllowNetworks, AllowOrigins: req.AllowOrigins,
+		Rules: req.rules()})
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
@@ -303,6 +363,47 @@ func (a *API) revoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.cfg.Logger.Info("admin: key revoked", "name", k.Name)
+	writeJSON(w, http.StatusOK, keyJSON(k))
+}
+
+// SecretRequest is the body of POST /admin/v1/keys/{name}/secret; it may
+// be empty.
+type SecretRequest struct {
+	// GraceSeconds keeps the previous secret working this long; absent
+	// means store.DefaultSecretGrace, 0 stops it at once.
+	GraceSeconds *int64 `json:"grace_seconds"`
+}
+
+func (a *API) rotateSecret(w http.ResponseWriter, r *http.Request) {
+	var req SecretRequest
+	if r.ContentLength != 0 {
+		if err := decode(r, &req); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+	}
+	grace := store.DefaultSecretGrace
+	if req.GraceSeconds != nil {
+		grace = time.Duration(*req.GraceSeconds) * time.Second
+	}
+	k, secret, err := a.cfg.Store.RotateSecret(r.Context(), r.PathValue("name"), grace)
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	a.cfg.Logger.Info("admin: key secret rotated", "name", k.Name, "grace", grace)
+	out := keyJSON(k)
+	out.Secret = secret
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) removeSecret(w http.ResponseWriter, r *http.Request) {
+	k, err := a.cfg.Store.RemoveSecret(r.Context(), r.PathValue("name"))
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	a.cfg.Logger.Info("admin: key secret removed", "name", k.Name)
 	writeJSON(w, http.StatusOK, keyJSON(k))
 }
 

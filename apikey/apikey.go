@@ -95,6 +95,9 @@ type Identity struct {
 	// Methods, Networks and Origins restrict the key; empty means no
 	// restriction.
 	Methods, Networks, Origins []string
+	// Rules are the key's own settings beyond these (secret, JWT, more
+	// allowlists, bounds on calls); nil for a key that has none.
+	Rules *Rules
 }
 
 // Entry is one key of a Set, held as its digest.

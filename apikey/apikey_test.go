@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
@@ -57,5 +58,38 @@ func TestParseHash(t *testing.T) {
 	}
 	if _, err := apikey.ParseHash("abcd"); err == nil {
 		t.Fatal("short hash accepted")
+	}
+}
+
+// TestSecrets: generated secrets are unique and of their length, their
+// digest is apart from a key's, and a check passes only the digests in
+// force.
+func TestSecrets(t *testing.T) {
+	a, b := apikey.GenerateSecret(), apikey.GenerateSecret()
+	if a == b || len(a) != apikey.SecretLength || len(b) != apikey.SecretLength {
+		t.Fatalf("%q %q", a, b)
+	}
+	if apikey.SumSecret(a) == apikey.Sum(a) {
+		t.Fatal("a secret's digest equals a key's")
+	}
+	now := time.Unix(1000, 0)
+	r := &apikey.Rules{Secrets: []apikey.SecretDigest{{Hash: apikey.SumSecret(a)}, {Hash: apikey.SumSecret(b), Until: now}}}
+	for _, tc := range []struct {
+		secret string
+		at     time.Time
+		want   error
+	}{
+		{a, now, nil},
+		{b, now, nil},
+		{b, now.Add(time.Millisecond), portico.ErrSecretWrong},
+		{"", now, portico.ErrSecretMissing},
+		{a + "x", now, portico.ErrSecretWrong},
+	} {
+		if err := r.CheckSecret(tc.secret, tc.at); !errors.Is(err, tc.want) {
+			t.Errorf("%q at %v: %v, want %v", tc.secret, tc.at, err, tc.want)
+		}
+	}
+	if !(&apikey.Rules{UserAgents: []string{"VIEM/"}}).UserAgentAllowed("node viem/2.0") || (&apikey.Rules{UserAgents: []string{"viem/"}}).UserAgentAllowed("curl/8") {
+		t.Error("User-Agent match")
 	}
 }

@@ -89,7 +89,26 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 	outs := make([]outcome, len(calls))
 	preps := make([]prepared, len(calls))
 	var items []metering.Item
+	// A key's own bounds on calls (in flight, per second) admit or refuse
+	// the body's calls as one unit, before anything else is done for them.
+	// (An error, not the *QuotaError: a variable whose address went to
+	// errors.As would be allocated on every request, limited or not.)
+	var refused error
+	if r := rq.id.Rules; r != nil && r.Limited() {
+		release, err := g.calls.take(rq.id.Name, r, len(calls), time.Now())
+		if err != nil {
+			refused = err
+			for i := range calls {
+				outs[i].Err = err
+			}
+		} else {
+			defer release()
+		}
+	}
 	for i := range calls {
+		if outs[i].Err != nil {
+			continue
+		}
 		p, err := g.prepare(rq, &calls[i])
 		if err != nil {
 			outs[i].Err = err
@@ -163,7 +182,11 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		case p.unsub != nil:
 			outs[i] = rq.net.Served.Unsubscribe(ctx, p.unsub)
 		default:
-			outs[i] = rq.net.Served.Call(ctx, network.Call{Method: p.m, Params: p.params, Served: p.served, Budget: budget}, frame)
+			c := network.Call{Method: p.m, Params: p.params, Served: p.served, Budget: budget}
+			if r := rq.id.Rules; r != nil {
+				c.Logs = r.Logs
+			}
+			outs[i] = rq.net.Served.Call(ctx, c, frame)
 		}
 	}
 	if len(calls) == 1 {
@@ -287,6 +310,9 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		case chargeErr != nil && !errors.Is(chargeErr, context.Canceled):
 			m.MeteringFailure()
 		}
+	}
+	if quota == nil && refused != nil {
+		errors.As(refused, &quota)
 	}
 	if quota != nil {
 		info.retryAfter = quota.RetryAfter
@@ -421,7 +447,12 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 	}
 	if s := rq.net.Methods.subByName[c.Method]; s != nil {
 		if len(rq.id.Methods) > 0 && !rq.net.Methods.anySub(s, rq.id.Methods) {
-			return prepared{}, &portico.ForbiddenError{What: "method", Value: c.Method}
+			return prepared{}, &portico.ForbiddenError{What: portico.AllowMethod, Value: c.Method}
+		}
+		if r := rq.id.Rules; r != nil && len(r.Addresses) > 0 {
+			if err := checkLogsSubscription(r, c.Params); err != nil {
+				return prepared{}, err
+			}
 		}
 		sp, err := s.Params(c.Params)
 		if err != nil {
@@ -441,7 +472,12 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 		return prepared{}, portico.Answered(&portico.MethodNotFoundError{Method: c.Method})
 	}
 	if len(rq.id.Methods) > 0 && !rq.net.Methods.AnyOf(m, rq.id.Methods) {
-		return prepared{}, &portico.ForbiddenError{What: "method", Value: c.Method}
+		return prepared{}, &portico.ForbiddenError{What: portico.AllowMethod, Value: c.Method}
+	}
+	if r := rq.id.Rules; r != nil && len(r.Addresses) > 0 {
+		if err := checkTarget(r, m.Name, c.Params); err != nil {
+			return prepared{}, err
+		}
 	}
 	params := portico.Params{Send: c.Params}
 	if m.Params != nil {
@@ -453,7 +489,11 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 	}
 	if params.Logs != nil && rq.net.Served != nil {
 		// A log query may cost by its range (docs/logs.md).
-		if cost := rq.net.Served.Cost(network.Call{Method: m, Params: params}); cost != m.Cost {
+		lc := network.Call{Method: m, Params: params}
+		if r := rq.id.Rules; r != nil {
+			lc.Logs = r.Logs // the key's range bound prices the query too
+		}
+		if cost := rq.net.Served.Cost(lc); cost != m.Cost {
 			priced := *m
 			priced.Cost = cost
 			m = &priced

@@ -110,6 +110,8 @@ type Gateway struct {
 	wsKeys       addrCounts[string] // WebSocket connections per key name
 	mem          *membudget.Budget  // the process's memory budget
 	keyMem       *membudget.Keys    // each key's, under mem
+	tokens       tokenCache         // JWTs that passed, until they expire
+	calls        keyCalls           // calls in flight and per second, per limited key
 
 	mu      sync.Mutex
 	sockets map[*jsonrpc.Conn]string // each socket's network
@@ -126,6 +128,7 @@ func New(cfg Config) *Gateway {
 		meter:        cfg.Meter,
 		log:          cfg.Logger,
 		sockets:      map[*jsonrpc.Conn]string{},
+		tokens:       newTokenCache(),
 	}
 	g.slots.max, g.slots.perClient = cfg.Limits.MaxConnections, cfg.Limits.MaxConnectionsPerIP
 	if g.log == nil {

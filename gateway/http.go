@@ -52,6 +52,9 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed string) {
 	start := time.Now()
 	key := strings.TrimPrefix(string(rest), "/")
 	id, err := g.keys.Authenticate(context.Background(), key)
+	if err == nil && id.Rules != nil {
+		err = g.authorize(&ctx.Request.Header, id)
+	}
 	if err != nil {
 		g.fail(ctx, err, start)
 		return
@@ -72,6 +75,10 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed string) {
 	rq := request{net: n, id: id, st: st}
 	if err := allowed(id, n.Name, string(ctx.Request.Header.Peek("Origin"))); err != nil {
 		g.fail(ctx, err, start)
+		return
+	}
+	if id.Rules != nil && !id.Rules.UserAgentAllowed(string(ctx.Request.Header.UserAgent())) {
+		g.fail(ctx, &portico.ForbiddenError{What: portico.AllowUserAgent, Value: string(ctx.Request.Header.UserAgent())}, start)
 		return
 	}
 	if ws {
@@ -166,16 +173,16 @@ func creditHeaders(h *fasthttp.ResponseHeader, b *metering.Bill) {
 // allowed applies a key's network and Origin allowlists.
 func allowed(id apikey.Identity, network, origin string) error {
 	if len(id.Networks) > 0 && !slices.Contains(id.Networks, network) {
-		return &portico.ForbiddenError{What: "network", Value: network}
+		return &portico.ForbiddenError{What: portico.AllowNetwork, Value: network}
 	}
 	if len(id.Origins) == 0 {
 		return nil
 	}
 	if origin == "" {
-		return &portico.ForbiddenError{What: "origin"}
+		return &portico.ForbiddenError{What: portico.AllowOrigin}
 	}
 	if !originAllowed(id.Origins, origin) {
-		return &portico.ForbiddenError{What: "origin", Value: origin}
+		return &portico.ForbiddenError{What: portico.AllowOrigin, Value: origin}
 	}
 	return nil
 }
@@ -342,5 +349,6 @@ func isJSON(ct []byte) bool {
 func cors(h *fasthttp.ResponseHeader) {
 	h.SetCanonical([]byte("Access-Control-Allow-Origin"), []byte("*"))
 	h.SetCanonical([]byte("Access-Control-Allow-Methods"), []byte("POST, OPTIONS"))
-	h.SetCanonical([]byte("Access-Control-Allow-Headers"), []byte("Content-Type"))
+	// A string, not a []byte conversion: past 32 bytes that would allocate.
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, "+portico.HeaderKeySecret)
 }

@@ -126,12 +126,18 @@ type options struct {
 	// logger replaces the test log (which is at debug level).
 	logger     *slog.Logger
 	noCoalesce bool
+	// table replaces testTable when set.
+	table func() portico.Table
 }
 
 func newEnv(t *testing.T, o options) *env {
 	t.Helper()
 	e := &env{node: newNode(t), logs: &syncBuffer{}}
-	methods, err := gateway.NewMethods(testTable(), gateway.MethodsConfig{})
+	table := testTable
+	if o.table != nil {
+		table = o.table
+	}
+	methods, err := gateway.NewMethods(table(), gateway.MethodsConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

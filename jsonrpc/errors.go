@@ -26,6 +26,7 @@ func ErrorFor(err error) (e *Error, status int, known bool) {
 		quotaErr  *portico.QuotaError
 		forbidErr *portico.ForbiddenError
 		logsErr   *portico.LogsTooLargeError
+		jwtErr    *portico.JWTError
 		coded     interface{ ErrorCode() int }
 	)
 	switch {
@@ -44,7 +45,7 @@ func ErrorFor(err error) (e *Error, status int, known bool) {
 		}
 		return &Error{Code: portico.CodeLimitExceeded, Message: quotaErr.Error(), Data: append(data, '}')}, http.StatusTooManyRequests, true
 	case errors.As(err, &forbidErr):
-		return &Error{Code: portico.CodeForbidden, Message: "forbidden: " + forbidErr.Error(), Data: reason(forbidErr.What)}, http.StatusForbidden, true
+		return &Error{Code: portico.CodeKeyRejected, Message: "rejected due to API key settings: " + forbidErr.Error(), Data: reason(forbidErr.What)}, http.StatusForbidden, true
 	case errors.Is(err, portico.ErrMeteringUnavailable):
 		return &Error{Code: portico.CodeMeteringDown, Message: "metering unavailable: calls are refused until it is back"}, http.StatusServiceUnavailable, true
 	case errors.As(err, &rpcErr):
@@ -60,6 +61,12 @@ func ErrorFor(err error) (e *Error, status int, known bool) {
 		return unauthorized("API key malformed: want 32 to 64 characters of [0-9A-Za-z_-]", "malformed"), http.StatusUnauthorized, true
 	case errors.Is(err, portico.ErrKeyUnknown):
 		return unauthorized("API key unknown or revoked", "unknown"), http.StatusUnauthorized, true
+	case errors.Is(err, portico.ErrSecretMissing):
+		return unauthorized("API key secret missing: send it as the password of HTTP Basic auth or in the "+portico.HeaderKeySecret+" header", "secret_missing"), http.StatusUnauthorized, true
+	case errors.Is(err, portico.ErrSecretWrong):
+		return unauthorized("API key secret wrong", "secret_wrong"), http.StatusUnauthorized, true
+	case errors.As(err, &jwtErr):
+		return unauthorized(jwtErr.Error(), "jwt"), http.StatusUnauthorized, true
 	case errors.Is(err, portico.ErrNetworkUnknown):
 		return &Error{Code: portico.CodeNetworkUnknown, Message: "unknown network host"}, http.StatusNotFound, true
 	case errors.Is(err, portico.ErrClientTimeout):

@@ -64,5 +64,6 @@ func Identity(k Key) apikey.Identity {
 	return apikey.Identity{
 		Name: k.Name, ID: k.ID, DailyCredits: k.DailyCredits, RatePerSecond: k.RatePerSecond,
 		Methods: k.AllowMethods, Networks: k.AllowNetworks, Origins: k.AllowOrigins,
+		Rules: identityRules(k),
 	}
 }

@@ -70,6 +70,10 @@ func migrations(d sqldb.Dialect) []string {
 			seq BIGINT NOT NULL,
 			updated_at BIGINT NOT NULL
 		)`,
+		// Issue 26: a key's own settings beyond credits (secret digests,
+		// JWT public keys, more allowlists, bounds on calls), as JSON;
+		// '' for a key without any.
+		`ALTER TABLE api_keys ADD COLUMN rules TEXT NOT NULL DEFAULT ''`,
 	}
 }
 

@@ -49,9 +49,15 @@ type Key struct {
 	AllowMethods  []string
 	AllowNetworks []string
 	AllowOrigins  []string
-	CreatedAt     time.Time
+	// Rules are the key's own settings beyond these (issue 26).
+	Rules     Rules
+	CreatedAt time.Time
 	// RevokedAt is zero for an active key.
 	RevokedAt time.Time
+	// NewSecret is the key's secret, set only in what Create returns when
+	// KeySpec.WithSecret asked for one; it is not kept and cannot be shown
+	// again.
+	NewSecret string
 }
 
 // Active reports whether the key has not been revoked.
@@ -68,6 +74,12 @@ type KeySpec struct {
 	// Secret, if set, is stored instead of a generated key (used to import
 	// keys from config files). It must pass apikey.Check.
 	Secret string
+	// Rules are the key's own settings beyond these; their secret digests
+	// are ignored (see WithSecret).
+	Rules Rules
+	// WithSecret gives the key a generated secret, returned once in
+	// Key.NewSecret.
+	WithSecret bool
 }
 
 // Patch changes some settings of a key; nil fields stay as they are.
@@ -77,6 +89,9 @@ type Patch struct {
 	AllowMethods  *[]string
 	AllowNetworks *[]string
 	AllowOrigins  *[]string
+	// Rules changes the key's own settings (issue 26); secrets change
+	// through RotateSecret and RemoveSecret.
+	Rules RulesPatch
 }
 
 // Usage is what one key spent on one method on one UTC day.
@@ -173,13 +188,22 @@ func (s *Store) Create(ctx context.Context, nk KeySpec) (Key, string, error) {
 	k := Key{
 		Name: nk.Name, Hash: apikey.Sum(secret), DailyCredits: nk.DailyCredits, RatePerSecond: nk.RatePerSecond,
 		AllowMethods: nk.AllowMethods, AllowNetworks: nk.AllowNetworks, AllowOrigins: nk.AllowOrigins,
+		Rules:     nk.Rules,
 		CreatedAt: s.now().UTC().Truncate(time.Millisecond),
 	}
+	k.Rules.SecretHash, k.Rules.PrevSecretHash, k.Rules.PrevSecretUntil = "", "", time.Time{}
+	if err := k.Rules.check(); err != nil {
+		return Key{}, "", err
+	}
+	if nk.WithSecret {
+		k.NewSecret = apikey.GenerateSecret()
+		k.Rules.SecretHash = apikey.SumSecret(k.NewSecret).String()
+	}
 	err := s.db.QueryRowContext(ctx, s.dialect.Rebind(`INSERT INTO api_keys
-		(name, hash, daily_credits, rate_per_second, allow_methods, allow_networks, allow_origins, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
+		(name, hash, daily_credits, rate_per_second, allow_methods, allow_networks, allow_origins, rules, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
 		k.Name, k.Hash.String(), k.DailyCredits, k.RatePerSecond,
-		encodeList(k.AllowMethods), encodeList(k.AllowNetworks), encodeList(k.AllowOrigins), k.CreatedAt.UnixMilli(),
+		encodeList(k.AllowMethods), encodeList(k.AllowNetworks), encodeList(k.AllowOrigins), encodeRules(k.Rules), k.CreatedAt.UnixMilli(),
 	).Scan(&k.ID)
 	if err != nil {
 		if sqldb.IsUnique(err) {
@@ -193,16 +217,17 @@ func (s *Store) Create(ctx context.Context, nk KeySpec) (Key, string, error) {
 	return k, secret, nil
 }
 
-const keyColumns = `id, name, hash, daily_credits, rate_per_second, allow_methods, allow_networks, allow_origins, created_at, revoked_at`
+const keyColumns = `id, name, hash, daily_credits, rate_per_second, allow_methods, allow_networks, allow_origins, rules, created_at, revoked_at`
 
 func scanKey(row interface{ Scan(...any) error }) (Key, error) {
 	var (
 		k                         Key
 		hash, methods, nets, orig string
+		rules                     string
 		created                   int64
 		revoked                   sql.NullInt64
 	)
-	if err := row.Scan(&k.ID, &k.Name, &hash, &k.DailyCredits, &k.RatePerSecond, &methods, &nets, &orig, &created, &revoked); err != nil {
+	if err := row.Scan(&k.ID, &k.Name, &hash, &k.DailyCredits, &k.RatePerSecond, &methods, &nets, &orig, &rules, &created, &revoked); err != nil {
 		return Key{}, err
 	}
 	h, err := apikey.ParseHash(hash)
@@ -218,6 +243,10 @@ func scanKey(row interface{ Scan(...any) error }) (Key, error) {
 		if *l.dst, err = decodeList(l.src); err != nil {
 			return Key{}, fmt.Errorf("store: key %d: allowlist: %w", k.ID, err)
 		}
+	}
+	// Rules that do not decode must not turn into "no restriction" either.
+	if k.Rules, err = decodeRules(rules); err != nil {
+		return Key{}, fmt.Errorf("store: key %d: rules: %w", k.ID, err)
 	}
 	k.CreatedAt = time.UnixMilli(created).UTC()
 	if revoked.Valid {
@@ -299,6 +328,15 @@ func (s *Store) Update(ctx context.Context, name string, p Patch) (Key, error) {
 		if l != nil {
 			sets, args = append(sets, col+" = ?"), append(args, encodeList(*l))
 		}
+	}
+	if !p.Rules.empty() {
+		if len(sets) > 0 {
+			if _, err := s.Update(ctx, name, Patch{DailyCredits: p.DailyCredits, RatePerSecond: p.RatePerSecond,
+				AllowMethods: p.AllowMethods, AllowNetworks: p.AllowNetworks, AllowOrigins: p.AllowOrigins}); err != nil {
+				return Key{}, err
+			}
+		}
+		return s.changeRules(ctx, name, func(r *Rules) error { p.Rules.apply(r); return nil })
 	}
 	if len(sets) == 0 {
 		return s.Get(ctx, name)

@@ -293,6 +293,69 @@ func TestDashboardEndToEnd(t *testing.T) {
 		t.Errorf("a call with the revoked key: %d %s, want 401 and -32040", revoked.status, revoked.body)
 	}
 
+	// A key with a secret and a contract allowlist: the secret is shown
+	// once, with a copy button; Settings edits the key's lists and bounds
+	// and rotates its secret, shown once too (docs/keys.md).
+	run("create a key with a secret", idle, chromedp.Click("#create summary", chromedp.ByQuery), chromedp.WaitVisible("#create-form", chromedp.ByID),
+		chromedp.SendKeys(`#create-form input[name=name]`, "e2e-sealed", chromedp.ByQuery),
+		chromedp.Click(`#create-form input[name=secret]`, chromedp.ByQuery),
+		chromedp.SendKeys(`#create-form input[name=addresses]`, "0x00000000000000000000000000000000000000aa", chromedp.ByQuery),
+		chromedp.Click("#create-submit", chromedp.ByID), chromedp.WaitVisible("#new-key-secret", chromedp.ByID))
+	sealed, secret := text("#new-key-value"), text("#new-key-secret-value")
+	var copyable bool
+	run("the secret's copy button", chromedp.Evaluate(`!!document.querySelector('#new-key-secret button.copy[data-copy="#new-key-secret-value"]')`, &copyable))
+	if len(secret) != apikey.SecretLength || !copyable {
+		t.Fatalf("the secret shown: %q, copy button %v", secret, copyable)
+	}
+	run("hide the key and secret", chromedp.Click("#new-key-done", chromedp.ByID), chromedp.WaitNotVisible("#new-key", chromedp.ByID))
+	sealedURL := "http://" + s.addr(t, "evm-devnet") + "/v3/" + sealed
+	withSecret := func(sec string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, sealedURL, strings.NewReader(`{"jsonrpc":"2.0","id":8,"method":"eth_chainId"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.SetBasicAuth("", sec)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if a := call(t, sealedURL, `{"jsonrpc":"2.0","id":8,"method":"eth_chainId"}`); a.status != 401 || !strings.Contains(a.body, "secret_missing") {
+		t.Errorf("without the secret: %d %s", a.status, a.body)
+	}
+	if status, body := withSecret(secret); status != 200 {
+		t.Errorf("with the secret: %d %s", status, body)
+	}
+	sealedRow := `#key-table tr[data-key="e2e-sealed"]`
+	run("settings", idle, chromedp.Click(sealedRow+` button.settings`, chromedp.ByQuery), chromedp.WaitVisible(sealedRow+` form.rules`, chromedp.ByQuery),
+		chromedp.SetValue(sealedRow+` form.rules input[name=rps]`, "50", chromedp.ByQuery),
+		chromedp.SetValue(sealedRow+` form.rules input[name=agents]`, "Go-http-client", chromedp.ByQuery),
+		chromedp.Click(sealedRow+` form.rules button[type=submit]`, chromedp.ByQuery),
+		waitJS(`(document.querySelector('`+sealedRow+` .guards')?.textContent || '').includes('50 calls/s')`))
+	if got := text(sealedRow + ` td.allows span`); !strings.Contains(got, "contracts: 0x00000000000000000000000000000000000000aa") || !strings.Contains(got, "user agents: Go-http-client") {
+		t.Errorf("the key's lists after Settings: %q", got)
+	}
+	run("rotate the secret", idle, chromedp.Click(sealedRow+` button.settings`, chromedp.ByQuery), chromedp.WaitVisible(sealedRow+` form.rules`, chromedp.ByQuery),
+		chromedp.Click(sealedRow+` form.rules button.rotate`, chromedp.ByQuery), chromedp.WaitVisible("#new-secret", chromedp.ByID))
+	rotated := text("#new-secret-value")
+	if len(rotated) != apikey.SecretLength || rotated == secret || !strings.Contains(text("#new-secret-grace"), "keeps working until") {
+		t.Errorf("the rotated secret shown: %q, grace %q", rotated, text("#new-secret-grace"))
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		status, body := withSecret(rotated)
+		if status == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the rotated secret did not apply: %d %s", status, body)
+		}
+	}
+	if status, body := withSecret(secret); status != 200 {
+		t.Errorf("the old secret within its grace period: %d %s", status, body)
+	}
+	run("hide the secret", chromedp.Click("#new-secret-done", chromedp.ByID), chromedp.WaitNotVisible("#new-secret", chromedp.ByID))
+
 	// Sign out: back to the form, and the dashboard is gone until the next
 	// sign-in.
 	var signedOut bool

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/metering"
@@ -44,6 +46,8 @@ type KeysCmd struct {
 	Show       KeysShowCmd       `cmd:"" help:"Show one key."`
 	Revoke     KeysRevokeCmd     `cmd:"" help:"Revoke a key."`
 	SetBalance KeysSetBalanceCmd `cmd:"" name:"set-balance" help:"Set a key's daily credits and rate limit."`
+	Set        KeysSetCmd        `cmd:"" help:"Change a key's allowlists, JWT keys, call bounds and log limits (docs/keys.md)."`
+	Secret     KeysSecretCmd     `cmd:"" help:"Give a key a new secret (printed once) or drop it."`
 	Hash       KeysHashCmd       `cmd:"" help:"Print the SHA-256 digest of a key, for keys[].hash in a config file."`
 }
 
@@ -56,6 +60,58 @@ type KeysCreateCmd struct {
 	AllowMethods  []string `help:"Only these methods (comma separated)."`
 	AllowNetworks []string `help:"Only these networks (comma separated)."`
 	AllowOrigins  []string `help:"Only requests with these Origins (https://app.example.com, example.com or *.example.com)."`
+	WithSecret    bool     `help:"Give the key a secret that every call must carry (HTTP Basic auth password or X-Portico-Secret); printed once."`
+	RulesFlags
+}
+
+// RulesFlags are a key's own rules as flags of keys create (docs/keys.md).
+type RulesFlags struct {
+	JWTKey            []string      `name:"jwt-key" help:"Require a JWT signed by this public key: NAME=FILE.pem (the name is the token's kid; RS256 or ES256; up to 3)." placeholder:"NAME=FILE"`
+	JWTMaxLifetime    time.Duration `name:"jwt-max-lifetime" help:"Longest a token may be valid (exp after iat and after now); default 1h, at most 24h."`
+	JWTAudience       string        `name:"jwt-audience" help:"The aud tokens must carry (default: the key's name)."`
+	AllowAddresses    []string      `help:"Only calls to these contract addresses (comma separated; eth_call, eth_getLogs, state reads)."`
+	AllowUserAgents   []string      `name:"allow-user-agents" help:"Only requests whose User-Agent contains one of these (comma separated)."`
+	MaxConcurrent     int           `help:"Calls in flight at once for this key (per instance); 0 means no bound."`
+	RequestsPerSecond int           `help:"Calls per second for this key (per instance), apart from credits; 0 means no bound."`
+	LogMaxBlockRange  uint64        `name:"log-max-block-range" help:"This key's own bound on the blocks one eth_getLogs spans (0: the network's)."`
+	LogMaxAddresses   int           `name:"log-max-addresses" help:"This key's own bound on the addresses of one log query (0: the network's)."`
+	LogMaxTopics      int           `name:"log-max-topics" help:"This key's own bound on the topics of one log query (0: the network's)."`
+	LogMaxLogs        int           `name:"log-max-logs" help:"This key's own bound on the logs one answer holds (0: the network's)."`
+}
+
+// jwtKeys reads NAME=FILE flags into public keys.
+func jwtKeys(flags []string) ([]apikey.JWTKey, error) {
+	var out []apikey.JWTKey
+	for _, f := range flags {
+		name, file, ok := strings.Cut(f, "=")
+		if !ok || name == "" || file == "" {
+			return nil, fmt.Errorf("--jwt-key: want NAME=FILE.pem, got %q", f)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--jwt-key %s: %w", name, err)
+		}
+		out = append(out, apikey.JWTKey{Name: name, PEM: string(b)})
+	}
+	return out, nil
+}
+
+func (f *RulesFlags) logs() *portico.LogLimits {
+	l := portico.LogLimits{MaxBlockRange: f.LogMaxBlockRange, MaxAddresses: f.LogMaxAddresses, MaxTopics: f.LogMaxTopics, MaxLogs: f.LogMaxLogs}
+	if l == (portico.LogLimits{}) {
+		return nil
+	}
+	return &l
+}
+
+func (f *RulesFlags) rules() (store.Rules, error) {
+	keys, err := jwtKeys(f.JWTKey)
+	if err != nil {
+		return store.Rules{}, err
+	}
+	return store.Rules{JWTKeys: keys, JWTMaxLifetime: f.JWTMaxLifetime, JWTAudience: f.JWTAudience,
+		AllowAddresses: f.AllowAddresses, AllowUserAgents: f.AllowUserAgents,
+		MaxConcurrent: f.MaxConcurrent, RequestsPerSecond: f.RequestsPerSecond, Logs: f.logs()}, nil
 }
 
 // Run creates the key.
@@ -69,12 +125,21 @@ func (c *KeysCreateCmd) Run(ctx context.Context, s *Streams) error {
 	if daily == 0 {
 		daily = cfg.Metering.DefaultDailyCredits
 	}
+	rules, err := c.rules()
+	if err != nil {
+		return err
+	}
 	k, secret, err := st.Create(ctx, store.KeySpec{Name: c.Name, DailyCredits: daily, RatePerSecond: c.Rate,
-		AllowMethods: c.AllowMethods, AllowNetworks: c.AllowNetworks, AllowOrigins: c.AllowOrigins})
+		AllowMethods: c.AllowMethods, AllowNetworks: c.AllowNetworks, AllowOrigins: c.AllowOrigins,
+		Rules: rules, WithSecret: c.WithSecret})
 	if err != nil {
 		return err
 	}
 	printKey(s, k)
+	if k.NewSecret != "" {
+		fmt.Fprintln(s.Out, "The secret is shown once; store it now. Send it as the password of HTTP Basic auth or in X-Portico-Secret.")
+		fmt.Fprintf(s.Out, "secret:     %s\n", k.NewSecret)
+	}
 	fmt.Fprintln(s.Out, "The key is shown once; store it now. Only its SHA-256 digest is kept.")
 	fmt.Fprintln(s.Out, secret)
 	return nil
@@ -183,6 +248,135 @@ func (c *KeysSetBalanceCmd) Run(ctx context.Context, s *Streams) error {
 	return nil
 }
 
+// KeysSetCmd changes a key's own rules; flags not given stay as they are.
+type KeysSetCmd struct {
+	StoreFlags
+	Name              string         `arg:"" help:"Key name."`
+	AllowMethods      *string        `help:"Only these methods (comma separated; \"\" lifts the restriction)."`
+	AllowNetworks     *string        `help:"Only these networks (comma separated; \"\" lifts it)."`
+	AllowOrigins      *string        `help:"Only these Origins (comma separated; \"\" lifts it)."`
+	AllowAddresses    *string        `help:"Only calls to these contract addresses (comma separated; \"\" lifts it)."`
+	AllowUserAgents   *string        `name:"allow-user-agents" help:"Only User-Agents containing one of these (comma separated; \"\" lifts it)."`
+	JWTKey            []string       `name:"jwt-key" help:"Replace the JWT public keys: NAME=FILE.pem, repeated (up to 3)." placeholder:"NAME=FILE"`
+	NoJWT             bool           `name:"no-jwt" help:"Stop requiring a JWT."`
+	JWTMaxLifetime    *time.Duration `name:"jwt-max-lifetime" help:"Longest a token may be valid (0: 1h)."`
+	JWTAudience       *string        `name:"jwt-audience" help:"The aud tokens must carry (\"\": the key's name)."`
+	MaxConcurrent     *int           `help:"Calls in flight at once (0: no bound)."`
+	RequestsPerSecond *int           `help:"Calls per second, apart from credits (0: no bound)."`
+	LogMaxBlockRange  *uint64        `name:"log-max-block-range" help:"This key's bound on one eth_getLogs' block range (0: the network's)."`
+	LogMaxAddresses   *int           `name:"log-max-addresses" help:"This key's bound on a log query's addresses (0: the network's)."`
+	LogMaxTopics      *int           `name:"log-max-topics" help:"This key's bound on a log query's topics (0: the network's)."`
+	LogMaxLogs        *int           `name:"log-max-logs" help:"This key's bound on the logs of one answer (0: the network's)."`
+}
+
+// list splits a comma-separated flag; nil when the flag was not given.
+func list(v *string) *[]string {
+	if v == nil {
+		return nil
+	}
+	out := []string{}
+	for _, e := range strings.Split(*v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return &out
+}
+
+// Run updates the key.
+func (c *KeysSetCmd) Run(ctx context.Context, s *Streams) error {
+	p := store.Patch{AllowMethods: list(c.AllowMethods), AllowNetworks: list(c.AllowNetworks), AllowOrigins: list(c.AllowOrigins),
+		Rules: store.RulesPatch{AllowAddresses: list(c.AllowAddresses), AllowUserAgents: list(c.AllowUserAgents),
+			JWTMaxLifetime: c.JWTMaxLifetime, JWTAudience: c.JWTAudience, MaxConcurrent: c.MaxConcurrent, RequestsPerSecond: c.RequestsPerSecond}}
+	switch {
+	case c.NoJWT && len(c.JWTKey) > 0:
+		return fmt.Errorf("set: --no-jwt and --jwt-key exclude each other")
+	case c.NoJWT:
+		none, zero, empty := []apikey.JWTKey{}, time.Duration(0), ""
+		p.Rules.JWTKeys, p.Rules.JWTMaxLifetime, p.Rules.JWTAudience = &none, &zero, &empty
+	case len(c.JWTKey) > 0:
+		keys, err := jwtKeys(c.JWTKey)
+		if err != nil {
+			return err
+		}
+		p.Rules.JWTKeys = &keys
+	}
+	if c.LogMaxBlockRange != nil || c.LogMaxAddresses != nil || c.LogMaxTopics != nil || c.LogMaxLogs != nil {
+		st, _, err := c.open(ctx)
+		if err != nil {
+			return err
+		}
+		k, err := st.Get(ctx, c.Name)
+		st.Close()
+		if err != nil {
+			return err
+		}
+		var l portico.LogLimits
+		if k.Rules.Logs != nil {
+			l = *k.Rules.Logs
+		}
+		setIf(&l.MaxBlockRange, c.LogMaxBlockRange)
+		setIf(&l.MaxAddresses, c.LogMaxAddresses)
+		setIf(&l.MaxTopics, c.LogMaxTopics)
+		setIf(&l.MaxLogs, c.LogMaxLogs)
+		p.Rules.Logs = &l
+	}
+	st, cfg, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	k, err := st.Update(ctx, c.Name, p)
+	if err != nil {
+		return err
+	}
+	printKey(s, k)
+	fmt.Fprintf(s.Out, "running servers apply it within %s\n", cfg.Store.KeyCacheTTL)
+	return nil
+}
+
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// KeysSecretCmd rotates or drops a key's secret.
+type KeysSecretCmd struct {
+	StoreFlags
+	Name   string        `arg:"" help:"Key name."`
+	Grace  time.Duration `help:"How long the previous secret keeps working (0 stops it at once, as after a leak)." default:"24h"`
+	Remove bool          `help:"Drop the key's secret: calls need none again."`
+}
+
+// Run gives the key a new secret and prints it once, alone on the last
+// line, or drops it.
+func (c *KeysSecretCmd) Run(ctx context.Context, s *Streams) error {
+	st, cfg, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if c.Remove {
+		if _, err := st.RemoveSecret(ctx, c.Name); err != nil {
+			return err
+		}
+		fmt.Fprintf(s.Out, "secret of %s removed; running servers apply it within %s\n", c.Name, cfg.Store.KeyCacheTTL)
+		return nil
+	}
+	k, secret, err := st.RotateSecret(ctx, c.Name, c.Grace)
+	if err != nil {
+		return err
+	}
+	printKey(s, k)
+	if !k.Rules.PrevSecretUntil.IsZero() {
+		fmt.Fprintf(s.Out, "The previous secret works until %s.\n", k.Rules.PrevSecretUntil.Format(time.RFC3339))
+	}
+	fmt.Fprintln(s.Out, "The secret is shown once; store it now. Only its SHA-256 digest is kept.")
+	fmt.Fprintln(s.Out, secret)
+	return nil
+}
+
 // KeysHashCmd prints a key's digest.
 type KeysHashCmd struct {
 	Key string `arg:"" help:"The key."`
@@ -202,7 +396,39 @@ func printKey(s *Streams, k store.Key) {
 	fmt.Fprintf(s.Out, "daily:      %d credits\n", k.DailyCredits)
 	fmt.Fprintf(s.Out, "rate:       %s\n", rate(k.RatePerSecond))
 	fmt.Fprintf(s.Out, "restricted: %s\n", restrictions(k))
+	r := k.Rules
+	if r.HasSecret() {
+		fmt.Fprintln(s.Out, "auth:       a secret (HTTP Basic auth password or X-Portico-Secret)")
+	}
+	if len(r.JWTKeys) > 0 {
+		names := make([]string, len(r.JWTKeys))
+		for i, j := range r.JWTKeys {
+			names[i] = j.Name
+		}
+		life := r.JWTMaxLifetime
+		if life == 0 {
+			life = apikey.DefaultJWTMaxLifetime
+		}
+		aud := r.JWTAudience
+		if aud == "" {
+			aud = k.Name
+		}
+		fmt.Fprintf(s.Out, "jwt:        required, kid %s, aud %q, max lifetime %s\n", strings.Join(names, ","), aud, life)
+	}
+	if r.MaxConcurrent > 0 || r.RequestsPerSecond > 0 {
+		fmt.Fprintf(s.Out, "calls:      %s in flight, %s per second\n", bound(r.MaxConcurrent), bound(r.RequestsPerSecond))
+	}
+	if l := r.Logs; l != nil {
+		fmt.Fprintf(s.Out, "logs:       block range %d, addresses %d, topics %d, logs %d (0: the network's)\n", l.MaxBlockRange, l.MaxAddresses, l.MaxTopics, l.MaxLogs)
+	}
 	fmt.Fprintf(s.Out, "created:    %s\n", k.CreatedAt.Format(time.RFC3339))
+}
+
+func bound(n int) string {
+	if n == 0 {
+		return "no bound"
+	}
+	return fmt.Sprint(n)
 }
 
 func rate(r int64) string {
@@ -217,7 +443,8 @@ func restrictions(k store.Key) string {
 	for _, l := range []struct {
 		name string
 		v    []string
-	}{{"methods", k.AllowMethods}, {"networks", k.AllowNetworks}, {"origins", k.AllowOrigins}} {
+	}{{"methods", k.AllowMethods}, {"networks", k.AllowNetworks}, {"origins", k.AllowOrigins},
+		{"addresses", k.Rules.AllowAddresses}, {"user-agents", k.Rules.AllowUserAgents}} {
 		if len(l.v) > 0 {
 			parts = append(parts, l.name+"="+strings.Join(l.v, ","))
 		}

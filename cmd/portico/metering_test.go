@@ -314,7 +314,7 @@ func TestExactTwoInstances(t *testing.T) {
 }
 
 // TestKeyAllowlists: a key's method, network and Origin allowlists refuse
-// with -32041 and 403, and refused calls cost nothing.
+// with -32002 and 403, and refused calls cost nothing.
 func TestKeyAllowlists(t *testing.T) {
 	node := httptest.NewServer(&okNode{})
 	defer node.Close()
@@ -362,13 +362,13 @@ func TestKeyAllowlists(t *testing.T) {
 		if a.status != c.status || !strings.Contains(a.body, c.has) {
 			t.Errorf("%s: %d %s; want %d and %q", c.name, a.status, a.body, c.status, c.has)
 		}
-		if c.status == 403 && (!strings.Contains(a.body, "-32041") || a.used != 0) {
-			t.Errorf("%s: want -32041 and no charge, got %s (used %d)", c.name, a.body, a.used)
+		if c.status == 403 && (!strings.Contains(a.body, "-32002") || a.used != 0) {
+			t.Errorf("%s: want -32002 and no charge, got %s (used %d)", c.name, a.body, a.used)
 		}
 	}
 	// In a batch, the refused method is refused alone.
 	a := send("evm", "https://app.example.com", `[`+tx+`,{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}]`)
-	if a.status != 200 || a.used != 150 || !strings.Contains(a.body, "-32041") || !strings.Contains(a.body, `"result"`) {
+	if a.status != 200 || a.used != 150 || !strings.Contains(a.body, "-32002") || !strings.Contains(a.body, `"result"`) {
 		t.Errorf("batch: %+v", a)
 	}
 }

@@ -228,9 +228,22 @@ function drawBalances(todays) {
 // ---- keys ----
 
 const allows = (k) => {
-  const parts = [['methods', k.allow_methods], ['networks', k.allow_networks], ['origins', k.allow_origins]]
+  const parts = [['methods', k.allow_methods], ['networks', k.allow_networks], ['origins', k.allow_origins],
+    ['contracts', k.allow_addresses], ['user agents', k.allow_user_agents]]
     .filter(([, l]) => l && l.length).map(([what, l]) => `${what}: ${l.join(', ')}`);
   return parts.length ? parts.join('; ') : 'everything';
+};
+
+// guards says what a call with the key must carry and how it is bounded
+// (docs/keys.md).
+const guards = (k) => {
+  const parts = [];
+  if (k.has_secret) parts.push(k.prev_secret_until ? `secret (old one until ${k.prev_secret_until.slice(0, 16).replace('T', ' ')})` : 'secret');
+  if (k.jwt_keys?.length) parts.push(`JWT: ${k.jwt_keys.map((j) => j.name).join(', ')}`);
+  if (k.max_concurrent) parts.push(`${fmt(k.max_concurrent)} in flight`);
+  if (k.requests_per_second) parts.push(`${fmt(k.requests_per_second)} calls/s`);
+  if (k.logs?.max_block_range) parts.push(`logs: ${fmt(k.logs.max_block_range)} blocks`);
+  return parts.join('; ');
 };
 
 const keyPath = (name) => 'keys/' + encodeURIComponent(name);
@@ -243,10 +256,11 @@ function drawKeys() {
     td(fmt(k.daily_credits), 'num daily'),
     td(k.rate_per_second ? fmt(k.rate_per_second) : 'no limit', 'num'),
     td(k.today ? fmt(k.today.remaining) : '–', 'num remaining'),
-    td(allows(k), 'allows'),
+    td(el('div', {}, el('span', { text: allows(k) }), el('div', { class: 'muted small guards', text: guards(k) })), 'allows'),
     td(k.created_at.slice(0, 10)),
     td(el('div', { class: 'row-actions' },
       el('button', { type: 'button', class: 'edit', text: 'Balance', onclick: (ev) => editBalance(ev.target.closest('tr'), k) }),
+      el('button', { type: 'button', class: 'settings', text: 'Settings', onclick: (ev) => editRules(ev.target.closest('tr'), k) }),
       revokeButton(k))),
   ] })), 'No active keys: create one above');
 }
@@ -271,6 +285,104 @@ function editBalance(row, k) {
   });
   cell.replaceChildren(form);
   input.focus();
+}
+
+const listOf = (s) => s.split(/[\s,]+/).filter(Boolean);
+
+// jwtFields are the inputs of up to 3 public keys: a name (the tokens'
+// kid) and the key pasted as PEM.
+function jwtFields(keys = []) {
+  return [0, 1, 2].map((i) => el('div', { class: 'jwt-key' },
+    el('label', {}, `Public key ${i + 1} name (kid) `, el('input', { name: `jwt-name-${i}`, maxlength: 64, value: keys[i]?.name || '' })),
+    el('label', {}, 'PEM ', el('textarea', { name: `jwt-pem-${i}`, rows: 3, placeholder: '-----BEGIN PUBLIC KEY-----', text: keys[i]?.pem || '' }))));
+}
+
+function readJWT(form) {
+  const keys = [];
+  for (const i of [0, 1, 2]) {
+    const name = form.elements[`jwt-name-${i}`].value.trim(), pem = form.elements[`jwt-pem-${i}`].value.trim();
+    if (name || pem) keys.push({ name, pem });
+  }
+  return keys;
+}
+
+// editRules edits a key's allowlists, JWT keys, bounds and log limit, and
+// rotates or drops its secret; a new secret is shown once.
+function editRules(row, k) {
+  const cell = $('td.allows', row);
+  const input = (name, value, attrs = {}) => el('input', { name, value: value ?? '', ...attrs });
+  const form = el('form', { class: 'rules grid' },
+    el('label', { class: 'wide' }, 'Methods ', input('methods', (k.allow_methods || []).join(', '))),
+    el('label', { class: 'wide' }, 'Networks ', input('networks', (k.allow_networks || []).join(', '))),
+    el('label', { class: 'wide' }, 'Origins ', input('origins', (k.allow_origins || []).join(', '))),
+    el('label', { class: 'wide' }, 'Contract addresses ', input('addresses', (k.allow_addresses || []).join(', '), { placeholder: 'any; or 0x…, 0x…' })),
+    el('label', { class: 'wide' }, 'User-Agents (substrings) ', input('agents', (k.allow_user_agents || []).join(', '), { placeholder: 'any; or viem/, MyApp/' })),
+    el('label', {}, 'Calls in flight ', input('concurrent', k.max_concurrent || 0, { type: 'number', min: 0, step: 1 })),
+    el('label', {}, 'Calls a second ', input('rps', k.requests_per_second || 0, { type: 'number', min: 0, step: 1 })),
+    el('label', {}, 'eth_getLogs block range ', input('logrange', k.logs?.max_block_range || 0, { type: 'number', min: 0, step: 1 })),
+    el('fieldset', { class: 'wide' }, el('legend', { text: 'JWT: tokens signed by one of these keys (RS256 or ES256)' }), ...jwtFields(k.jwt_keys),
+      el('label', {}, 'Max token lifetime, seconds ', input('jwtlife', k.jwt_max_lifetime_seconds || '', { type: 'number', min: 0, step: 1, placeholder: '3600' })),
+      el('label', {}, 'Audience ', input('jwtaud', k.jwt_audience || '', { placeholder: k.name }))),
+    el('p', { class: 'error wide', role: 'alert', hidden: true }),
+    el('div', { class: 'wide row-actions' },
+      el('button', { type: 'submit', class: 'primary', text: 'Save' }),
+      el('button', { type: 'button', class: 'rotate', text: k.has_secret ? 'Rotate secret' : 'Add a secret', onclick: () => rotateSecret(k) }),
+      k.has_secret ? el('button', { type: 'button', class: 'remove-secret', text: 'Remove secret', onclick: () => removeSecret(k) }) : '',
+      el('button', { type: 'button', text: 'Cancel', onclick: () => { form.remove(); drawn.delete('keys'); drawKeys(); } })));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const v = (name) => form.elements[name].value.trim();
+    const jwt = readJWT(form);
+    const body = {
+      allow_methods: listOf(v('methods')), allow_networks: listOf(v('networks')), allow_origins: listOf(v('origins')),
+      allow_addresses: listOf(v('addresses')), allow_user_agents: listOf(v('agents')),
+      max_concurrent: Number(v('concurrent') || 0), requests_per_second: Number(v('rps') || 0),
+      logs: { ...(k.logs || {}), max_block_range: Number(v('logrange') || 0) },
+      jwt_keys: jwt, jwt_max_lifetime_seconds: jwt.length ? Number(v('jwtlife') || 0) : 0, jwt_audience: jwt.length ? v('jwtaud') : '',
+    };
+    try {
+      await api('PATCH', keyPath(k.name), body);
+      form.remove();
+      drawn.delete('keys');
+      await refresh();
+    } catch (e) {
+      const err = $('p.error', form);
+      err.textContent = e.message;
+      err.hidden = false;
+    }
+  });
+  cell.replaceChildren(form);
+}
+
+async function rotateSecret(k) {
+  try {
+    const out = await api('POST', keyPath(k.name) + '/secret', {});
+    showSecret(k.name, out.secret, out.prev_secret_until);
+    drawn.delete('keys');
+    await refresh();
+  } catch (e) {
+    showStatus(`Secret of ${k.name}: ${e.message}`);
+  }
+}
+
+async function removeSecret(k) {
+  try {
+    await api('DELETE', keyPath(k.name) + '/secret');
+    $('#key-table form')?.remove();
+    drawn.delete('keys');
+    await refresh();
+  } catch (e) {
+    showStatus(`Secret of ${k.name}: ${e.message}`);
+  }
+}
+
+// showSecret shows a key's new secret, once, with a copy button.
+function showSecret(name, secret, prevUntil) {
+  $('#new-secret-name').textContent = name;
+  $('#new-secret-value').textContent = secret;
+  $('#new-secret-grace').textContent = prevUntil ? `The previous secret keeps working until ${prevUntil}.` : '';
+  $('#new-secret').hidden = false;
+  $('#new-secret').scrollIntoView({ block: 'nearest' });
 }
 
 // revokeButton asks once more, for 5 seconds, then revokes. Being asked
@@ -313,6 +425,15 @@ function setupCreate() {
     if (methods.length) body.allow_methods = methods;
     if (nets.length) body.allow_networks = nets;
     if (origins.length) body.allow_origins = origins;
+    const addresses = list(v('addresses')), agents = list(v('agents'));
+    if (addresses.length) body.allow_addresses = addresses;
+    if (agents.length) body.allow_user_agents = agents;
+    if (v('concurrent') !== '') body.max_concurrent = Number(v('concurrent'));
+    if (v('rps') !== '') body.requests_per_second = Number(v('rps'));
+    if (v('logrange') !== '') body.logs = { max_block_range: Number(v('logrange')) };
+    if (form.elements.secret.checked) body.with_secret = true;
+    const jwt = readJWT(form);
+    if (jwt.length) body.jwt_keys = jwt;
     const err = $('#create-error');
     try {
       const k = await api('POST', 'keys', body);
@@ -335,6 +456,8 @@ const copyLine = (id, text) => el('div', { class: 'copyline' }, el('code', { id,
 function showNewKey(k) {
   $('#new-key-name').textContent = k.name;
   $('#new-key-value').textContent = k.key;
+  $('#new-key-secret').hidden = !k.secret;
+  $('#new-key-secret-value').textContent = k.secret || '';
   const nets = cfg.networks.filter((n) => !k.allow_networks?.length || k.allow_networks.includes(n.name));
   fill($('#endpoints'), nets.map((n, i) => ({ attrs: { 'data-network': n.name }, cells: [
     td(n.name), td(copyLine(`url-http-${i}`, `${n.http}/v3/${k.key}`)), td(copyLine(`url-ws-${i}`, `${n.ws}/ws/v3/${k.key}`)),
@@ -346,6 +469,7 @@ function showNewKey(k) {
 function hideNewKey() {
   $('#new-key').hidden = true;
   $('#new-key-value').textContent = '';
+  $('#new-key-secret-value').textContent = '';
   $('#endpoints tbody').replaceChildren();
 }
 
@@ -435,6 +559,7 @@ $('#refresh').addEventListener('click', refresh);
 let resized;
 addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(drawUsage, 150); });
 $('#new-key-done').addEventListener('click', hideNewKey);
+$('#new-secret-done').addEventListener('click', () => { $('#new-secret').hidden = true; $('#new-secret-value').textContent = ''; });
 // The sticky header's height, which anchored sections scroll clear of
 // (scroll-padding-top in app.css); a phone's header wraps and is taller.
 const header = $('header.top');

@@ -1,0 +1,323 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/maypok86/otter/v2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/apikey"
+)
+
+// A key's own rules (issue 26, docs/keys.md): its secret and JWT are
+// checked once per request (HTTP request or WebSocket handshake), before
+// any allowlist, so that a caller without them learns nothing of the key's
+// settings; its User-Agent list once per request; its contract-address
+// list per call; its bounds on calls per request body. A key without
+// rules (Identity.Rules nil) skips all of it.
+
+// authorize checks a request's credentials beyond the key in the path:
+// the key's secret (the password of HTTP Basic auth, or the
+// X-Portico-Secret header) and its JWT (Authorization: Bearer).
+func (g *Gateway) authorize(h *fasthttp.RequestHeader, id apikey.Identity) error {
+	r := id.Rules
+	now := time.Now()
+	auth := h.Peek("Authorization")
+	if len(r.Secrets) > 0 {
+		secret := string(h.Peek(portico.HeaderKeySecret))
+		if secret == "" {
+			secret = basicPassword(auth)
+		}
+		if err := r.CheckSecret(secret, now); err != nil {
+			return err
+		}
+	}
+	if r.JWT != nil {
+		var token string
+		if len(auth) > 7 && bytes.EqualFold(auth[:7], []byte("Bearer ")) {
+			token = string(bytes.TrimSpace(auth[7:]))
+		}
+		return g.tokens.verify(r.JWT, token, id.Name, now)
+	}
+	return nil
+}
+
+// basicPassword is the password of an HTTP Basic Authorization header,
+// whatever the user name; "" when there is none.
+func basicPassword(auth []byte) string {
+	if len(auth) < 6 || !bytes.EqualFold(auth[:6], []byte("Basic ")) {
+		return ""
+	}
+	raw, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(auth[6:])))
+	if err != nil {
+		return ""
+	}
+	if i := bytes.IndexByte(raw, ':'); i >= 0 {
+		return string(raw[i+1:])
+	}
+	return ""
+}
+
+// tokenCache remembers the tokens that passed a check until they expire,
+// so that a client sending the same JWT on every call pays for one
+// signature check, not one per call. The entry is keyed by a digest of the
+// key's JWT settings (a changed public key starts over), the key's name
+// and the token.
+type tokenCache struct {
+	c *otter.Cache[apikey.Hash, time.Time]
+}
+
+func newTokenCache() tokenCache {
+	return tokenCache{c: otter.Must(&otter.Options[apikey.Hash, time.Time]{
+		MaximumSize:      100_000,
+		ExpiryCalculator: otter.ExpiryWriting[apikey.Hash, time.Time](5 * time.Minute),
+	})}
+}
+
+func (t tokenCache) verify(j *apikey.JWT, token, keyName string, now time.Time) error {
+	if token == "" {
+		_, err := j.Verify(token, keyName, now)
+		return err
+	}
+	d := sha256.New()
+	d.Write(j.Fingerprint[:])
+	d.Write([]byte(keyName))
+	d.Write([]byte{0})
+	d.Write([]byte(token))
+	var k apikey.Hash
+	d.Sum(k[:0])
+	if exp, ok := t.c.GetIfPresent(k); ok && !now.Add(-apikey.JWTLeeway).After(exp) {
+		return nil
+	}
+	exp, err := j.Verify(token, keyName, now)
+	if err != nil {
+		return err
+	}
+	t.c.Set(k, exp)
+	return nil
+}
+
+// keyCalls holds each limited key's calls in flight and its bucket of
+// calls per second, in this instance.
+type keyCalls struct {
+	mu   sync.Mutex
+	keys map[string]*keyCallState
+}
+
+type keyCallState struct {
+	inFlight int
+	// rated keys keep their bucket (one per limited key in the store);
+	// others are forgotten when nothing is in flight.
+	rated  bool
+	tokens float64
+	last   time.Time
+}
+
+// take admits n calls of the key named name under its bounds, or refuses
+// them all with a *portico.QuotaError that says when to retry. release
+// ends the calls.
+func (k *keyCalls) take(name string, r *apikey.Rules, n int, now time.Time) (release func(), err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.keys == nil {
+		k.keys = map[string]*keyCallState{}
+	}
+	s := k.keys[name]
+	if s == nil {
+		s = &keyCallState{rated: r.RequestsPerSecond > 0, tokens: float64(r.RequestsPerSecond), last: now}
+		k.keys[name] = s
+	}
+	if r.MaxConcurrent > 0 && s.inFlight+n > r.MaxConcurrent {
+		k.forget(name, s)
+		return nil, &portico.QuotaError{Limit: portico.QuotaConcurrent, Key: name, Cost: int64(n), Rate: int64(r.MaxConcurrent), RetryAfter: time.Second}
+	}
+	if rps := float64(r.RequestsPerSecond); rps > 0 {
+		// A bucket of one second's calls, refilled continuously.
+		s.tokens = math.Min(rps, s.tokens+now.Sub(s.last).Seconds()*rps)
+		s.last = now
+		if s.tokens < float64(n) {
+			wait := time.Duration((float64(n) - s.tokens) / rps * float64(time.Second))
+			if float64(n) > rps {
+				wait = time.Second // more calls than one second holds: never fits
+			}
+			k.forget(name, s)
+			return nil, &portico.QuotaError{Limit: portico.QuotaRequests, Key: name, Cost: int64(n), Rate: int64(r.RequestsPerSecond), RetryAfter: wait}
+		}
+		s.tokens -= float64(n)
+	}
+	s.inFlight += n
+	return func() {
+		k.mu.Lock()
+		s.inFlight -= n
+		k.forget(name, s)
+		k.mu.Unlock()
+	}, nil
+}
+
+// forget drops the state of a key without a bucket and with nothing in
+// flight; it is made again when needed. Called with mu held.
+func (k *keyCalls) forget(name string, s *keyCallState) {
+	if s.inFlight == 0 && !s.rated {
+		delete(k.keys, name)
+	}
+}
+
+// targetRule says where an EVM method names the contract it reads: the
+// calls the contract-address allowlist applies to.
+type targetRule uint8
+
+const (
+	targetCallTo     targetRule = iota + 1 // params[0].to
+	targetFirstParam                       // params[0], an address
+	targetLogFilter                        // params[0].address, one or a list
+)
+
+// targets are the methods the contract-address allowlist reads. Every
+// other method has no target and passes that list.
+var targets = map[string]targetRule{
+	"eth_call":                targetCallTo,
+	"eth_estimateGas":         targetCallTo,
+	"eth_createAccessList":    targetCallTo,
+	"eth_getBalance":          targetFirstParam,
+	"eth_getCode":             targetFirstParam,
+	"eth_getStorageAt":        targetFirstParam,
+	"eth_getProof":            targetFirstParam,
+	"eth_getTransactionCount": targetFirstParam,
+	"eth_getLogs":             targetLogFilter,
+	"eth_newFilter":           targetLogFilter,
+}
+
+// checkTarget applies the key's contract-address allowlist to one call.
+// The params are read as go-ethereum reads them: member names match
+// without regard to case, and of two members that match, the last counts,
+// so the address checked is the one the node uses. What cannot be read so
+// (named params, a member given twice under one spelling, a target that
+// is not a string) names no address, and is refused.
+func checkTarget(r *apikey.Rules, method string, params []byte) error {
+	rule, ok := targets[method]
+	if !ok {
+		return nil
+	}
+	d := decoders.Get().(*paramsDecoder)
+	defer decoders.Put(d)
+	d.r.Reset(params)
+	d.d.Reset(&d.r)
+	d.addrs = d.addrs[:0]
+	if tok, err := d.d.ReadToken(); err != nil || tok.Kind() != '[' {
+		return addressesAllowed(r, nil)
+	}
+	var addrs []string
+	switch rule {
+	case targetFirstParam:
+		if d.d.PeekKind() == '"' {
+			tok, _ := d.d.ReadToken()
+			addrs = append(d.addrs, tok.String())
+		}
+	case targetCallTo:
+		addrs, _ = d.member("to", false)
+	case targetLogFilter:
+		addrs, _ = d.member("address", true)
+	}
+	return addressesAllowed(r, addrs)
+}
+
+// checkLogsSubscription applies the list to eth_subscribe("logs", filter).
+func checkLogsSubscription(r *apikey.Rules, params []byte) error {
+	d := decoders.Get().(*paramsDecoder)
+	defer decoders.Put(d)
+	d.r.Reset(params)
+	d.d.Reset(&d.r)
+	d.addrs = d.addrs[:0]
+	if tok, err := d.d.ReadToken(); err != nil || tok.Kind() != '[' {
+		return nil // not a logs subscription the node would take
+	}
+	if tok, err := d.d.ReadToken(); err != nil || tok.Kind() != '"' || tok.String() != "logs" {
+		return nil
+	}
+	var addrs []string
+	if d.d.PeekKind() == '{' {
+		addrs, _ = d.member("address", true)
+	}
+	return addressesAllowed(r, addrs)
+}
+
+// paramsDecoder reads a call's params token by token, reused through
+// decoders so that a check allocates next to nothing.
+type paramsDecoder struct {
+	r     bytes.Reader
+	d     jsontext.Decoder
+	addrs []string
+}
+
+var decoders = sync.Pool{New: func() any { return new(paramsDecoder) }}
+
+// member reads the object that comes next and returns the addresses of
+// its member name (matched ignoring case, the last match counting): one
+// string, or with list a string or an array of strings. Anything else
+// yields none. ok is false when the object could not be read.
+func (d *paramsDecoder) member(name string, list bool) (addrs []string, ok bool) {
+	if tok, err := d.d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, false
+	}
+	var found []string
+	for d.d.PeekKind() != '}' {
+		tok, err := d.d.ReadToken()
+		if err != nil {
+			return nil, false
+		}
+		if !strings.EqualFold(tok.String(), name) {
+			if d.d.SkipValue() != nil {
+				return nil, false
+			}
+			continue
+		}
+		found = d.addrs[:0]
+		switch k := d.d.PeekKind(); {
+		case k == '"':
+			v, _ := d.d.ReadToken()
+			found = append(found, v.String())
+		case k == '[' && list:
+			d.d.ReadToken()
+			for d.d.PeekKind() == '"' {
+				v, _ := d.d.ReadToken()
+				found = append(found, v.String())
+			}
+			if v, err := d.d.ReadToken(); err != nil || v.Kind() != ']' {
+				return nil, false // an element that is not a string
+			}
+		default:
+			if d.d.SkipValue() != nil {
+				return nil, false
+			}
+			found = found[:0] // null or another kind: no address
+		}
+		d.addrs = found
+	}
+	if _, err := d.d.ReadToken(); err != nil {
+		return nil, false
+	}
+	return found, true
+}
+
+// addressesAllowed passes a call only if it names at least one address
+// and every address it names is on the list.
+func addressesAllowed(r *apikey.Rules, addrs []string) error {
+	if len(addrs) == 0 {
+		return &portico.ForbiddenError{What: portico.AllowAddress}
+	}
+	for _, a := range addrs {
+		if !r.AddressAllowed(a) {
+			return &portico.ForbiddenError{What: portico.AllowAddress, Value: a}
+		}
+	}
+	return nil
+}
