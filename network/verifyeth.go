@@ -27,8 +27,8 @@ var verifiedMethods = map[string]verifiedMethod{
 	"eth_blockNumber":                         (*verifier).blockNumber,
 	"eth_chainId":                             (*verifier).chainID,
 	"eth_getProof":                            (*verifier).getProof,
-	"eth_getBalance":                          (*verifier).getBalance,
-	"eth_getTransactionCount":                 (*verifier).getTransactionCount,
+	"eth_getBalance":                          accountField((*verify.Account).BalanceJSON),
+	"eth_getTransactionCount":                 accountField((*verify.Account).NonceJSON),
 	"eth_getStorageAt":                        (*verifier).getStorageAt,
 	"eth_getCode":                             (*verifier).getCode,
 	"eth_getBlockByNumber":                    (*verifier).getBlock,
@@ -268,28 +268,20 @@ func (v *verifier) stateAt(ctx context.Context, params jsontext.Value, blockAt i
 	return addr, ps, h, err
 }
 
-func (v *verifier) getBalance(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
-	addr, _, h, err := v.stateAt(ctx, params, 1)
-	if err != nil {
-		return nil, err
+// accountField answers a read of one field of an account (its balance,
+// its nonce) from the account's verified proof.
+func accountField(field func(*verify.Account) []byte) verifiedMethod {
+	return func(v *verifier, ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
+		addr, _, h, err := v.stateAt(ctx, params, 1)
+		if err != nil {
+			return nil, err
+		}
+		acc, _, err := v.account(ctx, h, addr, nil)
+		if err != nil {
+			return nil, err
+		}
+		return field(acc), nil
 	}
-	acc, _, err := v.account(ctx, h, addr, nil)
-	if err != nil {
-		return nil, err
-	}
-	return acc.BalanceJSON(), nil
-}
-
-func (v *verifier) getTransactionCount(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
-	addr, _, h, err := v.stateAt(ctx, params, 1)
-	if err != nil {
-		return nil, err
-	}
-	acc, _, err := v.account(ctx, h, addr, nil)
-	if err != nil {
-		return nil, err
-	}
-	return acc.NonceJSON(), nil
 }
 
 func (v *verifier) getStorageAt(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {

@@ -8,6 +8,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 
+	"github.com/porticohq/portico/internal/evmcontracts"
 	"github.com/porticohq/portico/verify"
 )
 
@@ -17,7 +18,7 @@ import (
 // out.
 func TestReceiptsAndLogsAgainstAnvil(t *testing.T) {
 	a := startAnvil(t)
-	emitter := a.deploy(t, emitterInit())
+	emitter := a.deploy(t, evmcontracts.EmitterInit())
 	for i := range 4 {
 		tx := map[string]any{"from": a.dev, "to": emitter, "data": hexutil.Encode(common.LeftPadBytes([]byte{byte(i + 1)}, 32)), "gas": hexutil.Uint64(200_000)}
 		if err := a.c.Call(nil, "eth_sendTransaction", tx); err != nil {

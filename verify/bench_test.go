@@ -9,6 +9,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 
+	"github.com/porticohq/portico/internal/evmcontracts"
 	"github.com/porticohq/portico/verify"
 )
 
@@ -125,7 +126,7 @@ func BenchmarkVerifyProof(b *testing.B) {
 func BenchmarkLocalCall(b *testing.B) {
 	a := startAnvil(b)
 	h := a.head(b)
-	call := map[string]any{"to": a.token, "data": hexutil.Bytes(balanceOfCall(a.holder))}
+	call := map[string]any{"to": a.token, "data": hexutil.Bytes(evmcontracts.BalanceOfCall(a.holder))}
 	raw, _ := json.Marshal(call)
 	ctx := context.Background()
 	b.Run("node", func(b *testing.B) {

@@ -17,6 +17,7 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"github.com/porticohq/portico/internal/anvil"
+	"github.com/porticohq/portico/internal/evmcontracts"
 	"github.com/porticohq/portico/verify"
 )
 
@@ -84,8 +85,8 @@ func startAnvil(t testing.TB) *anvilChain {
 		a.holders = append(a.holders, h)
 		balances[h] = uint64(i + 1)
 	}
-	a.token = a.deploy(t, tokenInit(balances))
-	a.reader = a.deploy(t, readerInit(a.token, a.holder))
+	a.token = a.deploy(t, evmcontracts.TokenInit(balances))
+	a.reader = a.deploy(t, evmcontracts.ReaderInit(a.token, a.holder))
 	return a
 }
 
@@ -190,8 +191,8 @@ func TestExecutorAgainstAnvil(t *testing.T) {
 	calls := map[string]map[string]any{
 		"reader (reads 3 slots, calls the token)": {"to": a.reader},
 		"reader writing":         {"to": a.reader, "data": "0x01", "from": a.dev},
-		"token balanceOf":        {"to": a.token, "data": hexutil.Bytes(balanceOfCall(a.holder))},
-		"token balanceOf nobody": {"to": a.token, "data": hexutil.Bytes(balanceOfCall(common.HexToAddress("0x1234")))},
+		"token balanceOf":        {"to": a.token, "data": hexutil.Bytes(evmcontracts.BalanceOfCall(a.holder))},
+		"token balanceOf nobody": {"to": a.token, "data": hexutil.Bytes(evmcontracts.BalanceOfCall(common.HexToAddress("0x1234")))},
 		"token reverts":          {"to": a.token, "data": "0xdeadbeef"},
 		"plain transfer":         {"from": a.dev, "to": common.HexToAddress("0x00000000000000000000000000000000000fee01"), "value": "0x1"},
 	}
@@ -344,9 +345,9 @@ func TestExecutorBlockHashAndConcurrency(t *testing.T) {
 	}
 
 	ex = verify.NewExecutor(a.chain, rpcSource{a.c}, verify.ExecutorOptions{})
-	calls := []map[string]any{{"to": a.reader}, {"to": a.token, "data": hexutil.Bytes(balanceOfCall(a.holder))}}
+	calls := []map[string]any{{"to": a.reader}, {"to": a.token, "data": hexutil.Bytes(evmcontracts.BalanceOfCall(a.holder))}}
 	for _, hd := range a.holders[:6] {
-		calls = append(calls, map[string]any{"to": a.token, "data": hexutil.Bytes(balanceOfCall(hd))})
+		calls = append(calls, map[string]any{"to": a.token, "data": hexutil.Bytes(evmcontracts.BalanceOfCall(hd))})
 	}
 	wants := make([]nodeAnswer, len(calls))
 	for i, c := range calls {
