@@ -221,6 +221,13 @@ func (n *Network) splitLogs(ctx context.Context, c Call, q *portico.LogQuery, r 
 	out := []byte{'['}
 	count := 0
 	var nodes []string
+	// The merged answer is held against the call's memory budget while
+	// it grows, as each chunk was while it was read: with max_logs off,
+	// the budget is what bounds it.
+	var held int64
+	if c.Budget != nil {
+		defer func() { c.Budget.Give(held) }()
+	}
 	for i := range parts {
 		a := <-done[i]
 		if a.err != nil {
@@ -228,6 +235,16 @@ func (n *Network) splitLogs(ctx context.Context, c Call, q *portico.LogQuery, r 
 		}
 		if max > 0 && count+len(a.logs) > max {
 			return nil, 0, overCap(max, count+len(a.logs), r.from, a.logs[max-count])
+		}
+		if c.Budget != nil {
+			var size int64
+			for _, l := range a.logs {
+				size += int64(len(l)) + 1
+			}
+			if err := upstream.Take(c.Budget, size); err != nil {
+				return nil, 0, err
+			}
+			held += size
 		}
 		for _, l := range a.logs {
 			if count > 0 {

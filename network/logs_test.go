@@ -17,6 +17,7 @@ import (
 	"github.com/porticohq/portico/chain/starknet"
 	"github.com/porticohq/portico/chainview"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/membudget"
 	"github.com/porticohq/portico/upstream"
 )
 
@@ -251,6 +252,31 @@ func TestSplitLogs(t *testing.T) {
 				t.Errorf("node range %d after the node said it takes %d", n.nodeRange.Load(), node.refuseOver)
 			}
 		})
+	}
+}
+
+// TestSplitLogsMemoryBudget: with no logs cap, the merged answer of a
+// split query is held against the call's memory budget while it grows: a
+// query whose logs do not fit is refused with the budget's error, and
+// everything taken is given back.
+func TestSplitLogsMemoryBudget(t *testing.T) {
+	node := logsNode{head: 20000, logsPer: func(uint64) int { return 1 }, mu: new(sync.Mutex)}
+	n := New(Config{Name: "net", Upstream: &node, Logs: portico.LogSettings{NodeRange: 1000, Parallel: 2},
+		Tags: map[string]portico.Head{"latest": portico.HeadLatest}})
+	budget := membudget.New("connection", 64<<10, nil) // 10,000 logs are about 400 KB
+	c := getLogs(t, `{"fromBlock":"0x1","toBlock":"0x2710"}`)
+	c.Budget = budget
+	out := n.Call(context.Background(), c, nil)
+	var l *portico.LimitError
+	if !errors.As(out.Err, &l) || l.Limit != portico.LimitMemory {
+		t.Fatalf("error %v, want the memory budget's", out.Err)
+	}
+	if budget.Used() != 0 {
+		t.Errorf("%d bytes still held after the refusal", budget.Used())
+	}
+	c.Budget = membudget.New("connection", 1<<20, nil)
+	if out := n.Call(context.Background(), c, nil); out.Err != nil || out.Logs != 10000 {
+		t.Fatalf("within the budget: %d logs, %v", out.Logs, out.Err)
 	}
 }
 

@@ -122,15 +122,19 @@ func (h *holding) upTo(n, step int64) error {
 }
 
 // take takes n from the budget, or says which bound refused.
-func (h *holding) take(n int64) error {
-	if b, ok := h.budget.(budgetTakeErr); ok {
+func (h *holding) take(n int64) error { return Take(h.budget, n) }
+
+// Take takes n bytes from budget, or returns the error that says which
+// bound refused them (a *portico.LimitError, LimitMemory).
+func Take(budget MemoryBudget, n int64) error {
+	if b, ok := budget.(budgetTakeErr); ok {
 		return b.TakeErr(n)
 	}
-	if h.budget.Take(n) {
+	if budget.Take(n) {
 		return nil
 	}
 	var bound int64
-	if l, ok := h.budget.(budgetLimit); ok {
+	if l, ok := budget.(budgetLimit); ok {
 		bound = l.Limit()
 	}
 	return &portico.LimitError{Limit: portico.LimitMemory, Max: bound}
