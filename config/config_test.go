@@ -93,7 +93,7 @@ func TestErrors(t *testing.T) {
 
 		{"verify spelling", "networks: [{name: a, family: evm, verify: yes}]", `config: networks[0].verify: want off, on or strict, got "yes"`},
 		{"verify slot chain", "networks: [{name: a, family: solana, verify: on}]", "config: networks[0].verify: the slot chain's answers cannot be verified"},
-		{"verify rollup", "networks: [{name: a, family: starknet, verify: strict}]", "config: networks[0].verify: the starknet family's answers are not verified by the gateway"},
+		{"verify rollup checkpoint", "networks: [{name: a, family: starknet, verify: strict, verify_checkpoint: '0xzz'}]", "config: networks[0].verify_checkpoint: want a block hash, 0x and 1 to 64 hex digits"},
 		{"verify quorum", "networks: [{name: a, family: evm, verify: on, verify_quorum: 3, upstreams: [{url: 'http://x'}, {url: 'http://y'}]}]", "config: networks[0].verify_quorum: want 0 (a majority) up to the 2 upstreams, got 3"},
 		{"verify checkpoint", "networks: [{name: a, family: evm, verify: on, verify_checkpoint: '0x12'}]", "config: networks[0].verify_checkpoint: want a block hash"},
 	}

@@ -121,7 +121,7 @@ type Network struct {
 	nodeRange atomic.Uint64
 
 	// verifier is nil when the network does not verify.
-	verifier *verifier
+	verifier familyVerifier
 }
 
 // New builds a network; its cache follows the upstream's heads and chain
@@ -137,13 +137,7 @@ func New(cfg Config) *Network {
 		n.flights = &flights{}
 	}
 	if cfg.Verify.Mode != VerifyOff {
-		v, err := newVerifier(n.name, n.up, cfg.Verify, n.log, n.metrics)
-		if err != nil {
-			// Refused rather than served unchecked.
-			n.log.Error("verify cannot run; every call is refused", "network", n.name, "err", err)
-			v = &verifier{network: n.name, mode: VerifyStrict, broken: err}
-		}
-		n.verifier = v
+		n.verifier = newFamilyVerifier(n.name, n.up, cfg.Verify, n.log, n.metrics)
 	}
 	n.hub = newHub(n, cfg.Subs, cfg.Meter)
 	if c := n.cache; c != nil {

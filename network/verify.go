@@ -85,8 +85,11 @@ type VerifyUpstream interface {
 
 var _ VerifyUpstream = (*upstream.Pool)(nil)
 
-// VerifyConfig turns verification on for an EVM network.
+// VerifyConfig turns verification on for a network.
 type VerifyConfig struct {
+	// Family is the chain family whose checks run: evm (the default) or
+	// starknet.
+	Family string
 	// Mode is on or strict; off builds no verifier.
 	Mode VerifyMode
 	// Quorum is how many nodes must report the same hash for a height
@@ -95,9 +98,99 @@ type VerifyConfig struct {
 	// Checkpoint, when set, is a block hash trusted for good (with its
 	// ancestors by parent links).
 	Checkpoint string
-	// ChainID is the chain's id, for its fork rules; 0 means the one a
+	// ChainID is an EVM chain's id, for its fork rules; 0 means the one a
 	// quorum of nodes reports.
 	ChainID uint64
+}
+
+// verifyBase is what every family's verifier shares: the network's
+// nodes, the hashes it trusts and why (a quorum of nodes, the checkpoint,
+// a parent link), and one quorum ask per height at a time.
+type verifyBase struct {
+	network string
+	mode    VerifyMode
+	up      VerifyUpstream
+	trust   *verify.Trust
+	quorum  int
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	// heightAsk is the node call whose answer names the hash of the block
+	// at a height, and hashOf reads that hash from it.
+	heightAsk func(number uint64) (method string, params jsontext.Value)
+	hashOf    func(jsontext.Value) (common.Hash, bool)
+
+	mu       sync.Mutex
+	pending  map[uint64]chan struct{} // quorum asks in flight, by height
+	byNumber map[uint64]common.Hash   // the hashes quorums trusted
+	// broken is why the verifier cannot run (its upstream cannot ask
+	// each node); every call is then refused.
+	broken error
+}
+
+// init checks that the upstream can ask each node and sets the quorum.
+func (b *verifyBase) init(name string, up Upstream, cfg VerifyConfig, log *slog.Logger, m *metrics.Metrics) error {
+	vu, ok := up.(VerifyUpstream)
+	if !ok {
+		return fmt.Errorf("network %s: verify needs an upstream that can ask each node", name)
+	}
+	b.quorum = cfg.Quorum
+	if b.quorum <= 0 {
+		b.quorum = verify.DefaultQuorum(len(vu.Names()))
+	}
+	b.network, b.mode, b.up, b.trust, b.log, b.metrics = name, cfg.Mode, vu, verify.NewTrust(0), log, m
+	b.pending = map[uint64]chan struct{}{}
+	return nil
+}
+
+// verifiedHandler answers one method from checked node answers; params
+// are the call's params after its tag was pinned.
+type verifiedHandler func(ctx context.Context, params jsontext.Value) (jsontext.Value, error)
+
+// familyVerifier is one family's checks on a verifying network.
+type familyVerifier interface {
+	// base is the shared part.
+	base() *verifyBase
+	// ready prepares what the checks need once (chain rules, the
+	// checkpoint's header); an error refuses the call or passes it on
+	// unverified, as the mode says.
+	ready(ctx context.Context) error
+	// method is the handler of a method the family can verify.
+	method(name string) (verifiedHandler, bool)
+}
+
+// newFamilyVerifier builds the verifier of the configured family; a
+// verifier that cannot run refuses every call rather than serve it
+// unchecked.
+func newFamilyVerifier(name string, up Upstream, cfg VerifyConfig, log *slog.Logger, m *metrics.Metrics) familyVerifier {
+	var (
+		v   familyVerifier
+		err error
+	)
+	switch cfg.Family {
+	case "", "evm":
+		v, err = newVerifier(name, up, cfg, log, m)
+	case "starknet":
+		v, err = newStarkVerifier(name, up, cfg, log, m)
+	default:
+		err = fmt.Errorf("network %s: the %s family's answers cannot be verified", name, cfg.Family)
+	}
+	if err != nil {
+		log.Error("verify cannot run; every call is refused", "network", name, "err", err)
+		broken := &verifier{}
+		broken.network, broken.mode, broken.log, broken.metrics, broken.broken = name, VerifyStrict, log, m, err
+		return broken
+	}
+	return v
+}
+
+func (b *verifyBase) base() *verifyBase { return b }
+
+// usable is the error of a verifier that cannot run.
+func (b *verifyBase) usable() error {
+	if b.broken != nil {
+		return &verify.UnverifiableError{What: "network", Reason: b.broken.Error()}
+	}
+	return nil
 }
 
 // verifier checks one EVM network's answers against headers it trusts.
@@ -105,14 +198,8 @@ type VerifyConfig struct {
 // number has on the served chain, the trust set whether that hash earned
 // trust (a quorum of nodes, the checkpoint, a parent link).
 type verifier struct {
-	network string
-	mode    VerifyMode
-	up      VerifyUpstream
-	trust   *verify.Trust
-	quorum  int
-	cfg     VerifyConfig
-	log     *slog.Logger
-	metrics *metrics.Metrics
+	verifyBase
+	cfg VerifyConfig
 
 	chainMu sync.Mutex // guards chain and exec while they are built
 	chain   *verify.Chain
@@ -122,38 +209,39 @@ type verifier struct {
 	blocks   *otter.Cache[common.Hash, *verify.Block]
 	receipts *otter.Cache[common.Hash, *verify.Receipts]
 
-	mu       sync.Mutex
-	pending  map[uint64]chan struct{} // quorum asks in flight, by height
-	byNumber map[uint64]common.Hash   // the hashes quorums trusted
-	cpDone   bool                     // the checkpoint's header was read
-	// broken is why the verifier cannot run (its upstream cannot ask
-	// each node); every call is then refused.
-	broken error
+	cpDone bool // the checkpoint's header was read
 }
 
 func newVerifier(name string, up Upstream, cfg VerifyConfig, log *slog.Logger, m *metrics.Metrics) (*verifier, error) {
-	vu, ok := up.(VerifyUpstream)
-	if !ok {
-		return nil, fmt.Errorf("network %s: verify needs an upstream that can ask each node", name)
-	}
-	q := cfg.Quorum
-	if q <= 0 {
-		q = verify.DefaultQuorum(len(vu.Names()))
-	}
-	v := &verifier{network: name, mode: cfg.Mode, up: vu, trust: verify.NewTrust(0), quorum: q, cfg: cfg, log: log, metrics: m,
+	v := &verifier{cfg: cfg,
 		headers:  otter.Must(&otter.Options[common.Hash, *verify.Header]{MaximumSize: 8192}),
 		blocks:   otter.Must(&otter.Options[common.Hash, *verify.Block]{MaximumSize: 64}),
 		receipts: otter.Must(&otter.Options[common.Hash, *verify.Receipts]{MaximumSize: 64}),
-		pending:  map[uint64]chan struct{}{},
 	}
+	if err := v.init(name, up, cfg, log, m); err != nil {
+		return nil, err
+	}
+	v.heightAsk = func(number uint64) (string, jsontext.Value) {
+		return "eth_getBlockByNumber", jsontext.Value(`["` + hexNumber(number) + `",false]`)
+	}
+	v.hashOf = blockHashOf
 	return v, nil
+}
+
+// method is the handler of a verified EVM method.
+func (v *verifier) method(name string) (verifiedHandler, bool) {
+	m, ok := verifiedMethods[name]
+	if !ok {
+		return nil, false
+	}
+	return func(ctx context.Context, params jsontext.Value) (jsontext.Value, error) { return m(v, ctx, params) }, true
 }
 
 // ready builds the chain's rules once: from the configured chain id, or
 // the one a quorum of nodes reports; and reads the checkpoint's header.
 func (v *verifier) ready(ctx context.Context) error {
-	if v.broken != nil {
-		return &verify.UnverifiableError{What: "network", Reason: v.broken.Error()}
+	if err := v.usable(); err != nil {
+		return err
 	}
 	v.chainMu.Lock()
 	defer v.chainMu.Unlock()
@@ -203,7 +291,7 @@ func (v *verifier) ready(ctx context.Context) error {
 
 // askAll asks every node the same question and keeps what read parses of
 // each answer, by node.
-func (v *verifier) askAll(ctx context.Context, method string, params jsontext.Value, read func(jsontext.Value) (common.Hash, bool)) map[string]common.Hash {
+func (v *verifyBase) askAll(ctx context.Context, method string, params jsontext.Value, read func(jsontext.Value) (common.Hash, bool)) map[string]common.Hash {
 	names := v.up.Names()
 	type report struct {
 		node string
@@ -231,30 +319,34 @@ func (v *verifier) askAll(ctx context.Context, method string, params jsontext.Va
 	return out
 }
 
-// headerAt returns the trusted header at a height: the served chain's
-// hash there if it is trusted already, else the hash a quorum of nodes
-// reports for it.
+// headerAt returns the trusted header at a height.
 func (v *verifier) headerAt(ctx context.Context, number uint64) (*verify.Header, error) {
-	if hash, ok := v.up.View().Canonical(number); ok {
-		h := common.HexToHash(hash)
-		if _, ok := v.trust.Trusted(h); ok {
-			return v.fetchHeader(ctx, h)
-		}
-	} else if h, ok := v.trustedAt(number); ok {
-		// Below the view (it keeps blocks back to finalized only): the
-		// hash a quorum, the checkpoint or a parent link trusted there.
-		return v.fetchHeader(ctx, h)
-	}
-	hash, err := v.quorumAt(ctx, number)
+	hash, err := v.trustedHashAt(ctx, number)
 	if err != nil {
 		return nil, err
 	}
 	return v.fetchHeader(ctx, hash)
 }
 
+// trustedHashAt returns the hash trusted at a height: the served chain's
+// hash there if it is trusted already, else (below the view, which keeps
+// blocks back to finalized only) the hash a quorum, the checkpoint or a
+// parent link trusted there, else the hash a quorum of nodes reports now.
+func (v *verifyBase) trustedHashAt(ctx context.Context, number uint64) (common.Hash, error) {
+	if hash, ok := v.up.View().Canonical(number); ok {
+		h := common.HexToHash(hash)
+		if _, ok := v.trust.Trusted(h); ok {
+			return h, nil
+		}
+	} else if h, ok := v.trustedAt(number); ok {
+		return h, nil
+	}
+	return v.quorumAt(ctx, number)
+}
+
 // quorumAt asks every node for its hash at a height (one ask per height
 // at a time; later callers wait for it) and trusts the quorum's.
-func (v *verifier) quorumAt(ctx context.Context, number uint64) (common.Hash, error) {
+func (v *verifyBase) quorumAt(ctx context.Context, number uint64) (common.Hash, error) {
 	for {
 		v.mu.Lock()
 		wait, busy := v.pending[number]
@@ -279,8 +371,8 @@ func (v *verifier) quorumAt(ctx context.Context, number uint64) (common.Hash, er
 			}
 			continue
 		}
-		params := jsontext.Value(`["` + hexNumber(number) + `",false]`)
-		reports := v.askAll(ctx, "eth_getBlockByNumber", params, blockHashOf)
+		method, params := v.heightAsk(number)
+		reports := v.askAll(ctx, method, params, v.hashOf)
 		hash, ok := v.trust.Quorum(number, reports, v.quorum)
 		v.mu.Lock()
 		delete(v.pending, number)
@@ -297,7 +389,7 @@ func (v *verifier) quorumAt(ctx context.Context, number uint64) (common.Hash, er
 
 // trustedNumber notes the hash trusted at a height (by quorum,
 // checkpoint or link), keeping the newest 8,192 heights.
-func (v *verifier) trustedNumber(number uint64, hash common.Hash) {
+func (v *verifyBase) trustedNumber(number uint64, hash common.Hash) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.byNumber == nil {
@@ -316,13 +408,19 @@ func (v *verifier) trustedNumber(number uint64, hash common.Hash) {
 // link extends trust from a verified header to its parent, and notes the
 // parent's height.
 func (v *verifier) link(h *verify.Header) {
-	if v.trust.Link(h) && h.Number() > 0 {
-		v.trustedNumber(h.Number()-1, h.Eth().ParentHash)
+	v.linkParent(h.Hash(), h.Number(), h.Eth().ParentHash)
+}
+
+// linkParent extends trust from a verified header (its hash, number and
+// parent hash) to its parent, and notes the parent's height.
+func (v *verifyBase) linkParent(hash common.Hash, number uint64, parent common.Hash) {
+	if v.trust.LinkParent(hash, number, parent) && number > 0 {
+		v.trustedNumber(number-1, parent)
 	}
 }
 
 // trustedAt returns the hash trusted at a height, if any.
-func (v *verifier) trustedAt(number uint64) (common.Hash, bool) {
+func (v *verifyBase) trustedAt(number uint64) (common.Hash, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	h, ok := v.byNumber[number]
@@ -371,7 +469,7 @@ func (v *verifier) fetchHeader(ctx context.Context, hash common.Hash) (*verify.H
 // do sends a node call whose answer check judges: a node whose answer
 // fails it is at fault (benched, counted, logged) and the next node is
 // asked. It returns the answer that passed.
-func (v *verifier) do(ctx context.Context, method string, params jsontext.Value, check func(jsontext.Value) error) (jsontext.Value, error) {
+func (v *verifyBase) do(ctx context.Context, method string, params jsontext.Value, check func(jsontext.Value) error) (jsontext.Value, error) {
 	served := ""
 	res, err := v.up.Do(ctx, upstream.Request{Method: method, Params: params, Served: &served, Check: func(node string, res jsontext.Value) error {
 		err := check(res)
@@ -390,9 +488,60 @@ func (v *verifier) do(ctx context.Context, method string, params jsontext.Value,
 
 // fault records a node's wrong answer: a counter per node and method,
 // and a log line naming node, method and what did not match.
-func (v *verifier) fault(node, method string, err error) {
+func (v *verifyBase) fault(node, method string, err error) {
 	v.metrics.VerifyFault(v.network, node, method)
 	v.log.Warn("wrong answer from node", "network", v.network, "node", node, "method", method, "mismatch", err.Error())
 }
 
 func hexNumber(n uint64) string { return "0x" + strconv.FormatUint(n, 16) }
+
+// perNode keeps what each node's answer was checked into, since a hedged
+// call may check two answers at once; the one returned is the served
+// node's.
+type perNode[T any] struct {
+	mu sync.Mutex
+	m  map[string]T
+}
+
+func (p *perNode[T]) set(node string, t T) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]T{}
+	}
+	p.m[node] = t
+}
+
+func (p *perNode[T]) get(node string) T {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[node]
+}
+
+// doChecked is do for checks that produce a value.
+func doChecked[T any](fv familyVerifier, ctx context.Context, method string, params jsontext.Value, check func(jsontext.Value) (T, error)) (T, string, error) {
+	v := fv.base()
+	var got perNode[T]
+	served := ""
+	_, err := v.up.Do(ctx, upstream.Request{Method: method, Params: params, Served: &served, Check: func(node string, res jsontext.Value) error {
+		if res.Kind() == 'n' {
+			return fmt.Errorf("%s answered null: %w", method, upstream.ErrMissing)
+		}
+		t, err := check(res)
+		switch {
+		case err == nil:
+			got.set(node, t)
+		case errors.Is(err, upstream.ErrMissing):
+		case errors.Is(err, verify.ErrUnverifiable):
+			err = fmt.Errorf("%w: %w", upstream.ErrMissing, err)
+		default:
+			v.fault(node, method, err)
+		}
+		return err
+	}}, nil)
+	if err != nil {
+		var zero T
+		return zero, "", err
+	}
+	return got.get(served), served, nil
+}

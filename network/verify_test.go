@@ -34,7 +34,7 @@ func TestParseVerifyMode(t *testing.T) {
 // TestParseBlock: how a verified call's block parameter is read; pending
 // cannot be verified, and a tag needs the served chain.
 func TestParseBlock(t *testing.T) {
-	v := &verifier{up: nil}
+	v := &verifier{}
 	hash := `"0x` + "ab" + "00000000000000000000000000000000000000000000000000000000000000"[:62] + `"`
 	cases := []struct {
 		name, raw string

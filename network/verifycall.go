@@ -19,9 +19,9 @@ import (
 // Writes pass in both modes: the client signed what they carry.
 func (n *Network) verifiedCall(ctx context.Context, c Call, frame []byte) Outcome {
 	v, m := n.verifier, c.Method
-	handler, ok := verifiedMethods[m.Name]
+	handler, ok := v.method(m.Name)
 	if !ok {
-		if v.mode == VerifyStrict && !m.Write {
+		if v.base().mode == VerifyStrict && !m.Write {
 			return n.refuseUnverified(m.Name, "the method's answers cannot be checked against a header")
 		}
 		out := n.call(ctx, c, frame)
@@ -65,7 +65,7 @@ func (n *Network) verifiedCall(ctx context.Context, c Call, frame []byte) Outcom
 		}
 		state = CacheMiss
 	}
-	res, err := handler(v, ctx, params)
+	res, err := handler(ctx, params)
 	var local *localAnswer
 	switch {
 	case err == nil:
@@ -92,7 +92,7 @@ func (n *Network) unverified(ctx context.Context, c Call, frame []byte, err erro
 		// Every node asked answered wrong: nothing is sent.
 		return n.refuseUnverified(m.Name, "every node's answer failed its check")
 	case errors.Is(err, verify.ErrUnverifiable), isMissingOnly(err):
-		if n.verifier.mode == VerifyStrict {
+		if n.verifier.base().mode == VerifyStrict {
 			return n.refuseUnverified(m.Name, reasonOf(err))
 		}
 		// Passed on as the node answers, never cached: the cache holds

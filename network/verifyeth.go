@@ -165,56 +165,6 @@ func (v *verifier) trustHash(ctx context.Context, hash common.Hash) (*verify.Hea
 	return h, nil
 }
 
-// perNode keeps what each node's answer was checked into, since a hedged
-// call may check two answers at once; the one returned is the served
-// node's.
-type perNode[T any] struct {
-	mu sync.Mutex
-	m  map[string]T
-}
-
-func (p *perNode[T]) set(node string, t T) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m == nil {
-		p.m = map[string]T{}
-	}
-	p.m[node] = t
-}
-
-func (p *perNode[T]) get(node string) T {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.m[node]
-}
-
-// doChecked is do for checks that produce a value.
-func doChecked[T any](v *verifier, ctx context.Context, method string, params jsontext.Value, check func(jsontext.Value) (T, error)) (T, string, error) {
-	var got perNode[T]
-	served := ""
-	_, err := v.up.Do(ctx, upstream.Request{Method: method, Params: params, Served: &served, Check: func(node string, res jsontext.Value) error {
-		if res.Kind() == 'n' {
-			return fmt.Errorf("%s answered null: %w", method, upstream.ErrMissing)
-		}
-		t, err := check(res)
-		switch {
-		case err == nil:
-			got.set(node, t)
-		case errors.Is(err, upstream.ErrMissing):
-		case errors.Is(err, verify.ErrUnverifiable):
-			err = fmt.Errorf("%w: %w", upstream.ErrMissing, err)
-		default:
-			v.fault(node, method, err)
-		}
-		return err
-	}}, nil)
-	if err != nil {
-		var zero T
-		return zero, "", err
-	}
-	return got.get(served), served, nil
-}
-
 // account proves an account (and slots) at a trusted header.
 func (v *verifier) account(ctx context.Context, h *verify.Header, addr common.Address, slots []common.Hash) (*verify.Account, jsontext.Value, error) {
 	var b strings.Builder

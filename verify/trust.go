@@ -104,12 +104,18 @@ func (t *Trust) Trusted(hash common.Hash) (uint64, bool) {
 // its parent's hash becomes trusted too, and Link reports true. Walking
 // parent by parent from a trusted head trusts the chain below it.
 func (t *Trust) Link(h *Header) bool {
-	n, ok := t.Trusted(h.hash)
-	if !ok || n != h.Number() {
+	return t.LinkParent(h.hash, h.Number(), h.eth.ParentHash)
+}
+
+// LinkParent is Link for a header of any family whose hash was checked
+// against its fields: its hash, number and the parent hash it commits to.
+func (t *Trust) LinkParent(hash common.Hash, number uint64, parent common.Hash) bool {
+	n, ok := t.Trusted(hash)
+	if !ok || n != number {
 		return false
 	}
 	if n > 0 {
-		t.add(h.eth.ParentHash, n-1)
+		t.add(parent, n-1)
 	}
 	return true
 }

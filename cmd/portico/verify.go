@@ -15,8 +15,8 @@ func verifyConfig(n *config.Network) (network.VerifyConfig, error) {
 	if err != nil {
 		return network.VerifyConfig{}, fmt.Errorf("network %s: verify: %w", n.Name, err)
 	}
-	cfg := network.VerifyConfig{Mode: mode, Quorum: n.VerifyQuorum, Checkpoint: n.VerifyCheckpoint}
-	if mode != network.VerifyOff && n.ChainID != "" {
+	cfg := network.VerifyConfig{Family: string(n.Family), Mode: mode, Quorum: n.VerifyQuorum, Checkpoint: n.VerifyCheckpoint}
+	if mode != network.VerifyOff && n.Family == "evm" && n.ChainID != "" {
 		if cfg.ChainID, err = strconv.ParseUint(n.ChainID, 0, 64); err != nil {
 			return network.VerifyConfig{}, fmt.Errorf("network %s: chain_id %q: verify needs an EVM chain id", n.Name, n.ChainID)
 		}
