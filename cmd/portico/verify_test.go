@@ -16,6 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 
+	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/internal/evmcontracts"
 )
@@ -40,6 +41,13 @@ const (
 	lieCall    = "call"    // eth_call's result
 	lieHeader  = "header"  // a header field, the hash kept
 	lieHashes  = "hashes"  // another hash for a block asked by number (not by tag)
+
+	// The rollup's lies.
+	lieSnNonce  = "sn-nonce"  // a contract's nonce, in storage proofs and getNonce
+	lieSnClass  = "sn-class"  // a contract's class hash, in proofs and getClassHashAt
+	lieSnValue  = "sn-value"  // a storage proof's nodes (the value's path), and getStorageAt
+	lieSnRoots  = "sn-roots"  // a storage proof's contracts tree root
+	lieSnHeader = "sn-header" // a header's new_root, its block_hash kept
 )
 
 func startLiar(t *testing.T, node string, lies ...string) *liar {
@@ -138,11 +146,56 @@ func (l *liar) lie(method string, res any) (any, bool) {
 	case method == "byNumber" && obj != nil:
 		obj["hash"] = "0x" + strings.Repeat("66", 32)
 		return obj, true
+	case method == "starknet_getStorageProof" && obj != nil:
+		return l.lieProof(obj)
+	case method == "starknet_getNonce" && l.lies[lieSnNonce],
+		method == "starknet_getClassHashAt" && l.lies[lieSnClass],
+		method == "starknet_getStorageAt" && l.lies[lieSnValue]:
+		return "0x1234", true
+	case method == "starknet_getBlockWithTxHashes" && l.lies[lieSnHeader] && obj != nil:
+		obj["new_root"] = "0x1234"
+		return obj, true
 	case (method == "eth_getBlockByNumber" || method == "eth_getBlockByHash") && l.lies[lieHeader] && obj != nil:
 		obj["extraData"] = "0x0badc0de"
 		return obj, true
 	}
 	return res, false
+}
+
+// lieProof changes a starknet_getStorageProof answer as the rollup lies
+// say.
+func (l *liar) lieProof(p map[string]any) (any, bool) {
+	lied := false
+	cp, _ := p["contracts_proof"].(map[string]any)
+	leaves, _ := cp["contract_leaves_data"].([]any)
+	for _, x := range leaves {
+		leaf, _ := x.(map[string]any)
+		if l.lies[lieSnNonce] && leaf != nil {
+			leaf["nonce"], lied = "0x99", true
+		}
+		if l.lies[lieSnClass] && leaf != nil {
+			leaf["class_hash"], lied = "0x1234", true
+		}
+	}
+	if l.lies[lieSnValue] {
+		proofs, _ := p["contracts_storage_proofs"].([]any)
+		for _, x := range proofs {
+			nodes, _ := x.([]any)
+			for _, n := range nodes {
+				entry, _ := n.(map[string]any)
+				node, _ := entry["node"].(map[string]any)
+				for _, k := range []string{"child", "right"} {
+					if _, ok := node[k]; ok {
+						node[k], lied = "0x1234", true
+					}
+				}
+			}
+		}
+	}
+	if g, _ := p["global_roots"].(map[string]any); l.lies[lieSnRoots] && g != nil {
+		g["contracts_tree_root"], lied = "0x1234", true
+	}
+	return p, lied
 }
 
 // verifyChain is one anvil with the test's contracts: a token, a reader
@@ -270,9 +323,15 @@ func comparable(t *testing.T, raw json.RawMessage) any {
 }
 
 func verifyConfigFor(urls map[string]string, order []string, mode string) config.Config {
+	return verifyNetworkConfig("evm", "anvil", urls, order, mode)
+}
+
+// verifyNetworkConfig is one verifying network of a family over the
+// named nodes, in order.
+func verifyNetworkConfig(family portico.Family, name string, urls map[string]string, order []string, mode string) config.Config {
 	cfg := config.DefaultConfig()
 	cfg.Keys = []config.Key{{Name: "verify", Key: "verify0123456789abcdef0123456789", DailyCredits: 1e12}}
-	n := config.Network{Name: "anvil", Family: "evm", Verify: mode, PollInterval: 100 * time.Millisecond,
+	n := config.Network{Name: name, Family: family, Verify: mode, PollInterval: 100 * time.Millisecond,
 		Hedge: config.Hedge{Disabled: true}}
 	for _, name := range order {
 		n.Upstreams = append(n.Upstreams, config.Upstream{Name: name, URL: urls[name]})
@@ -283,7 +342,7 @@ func verifyConfigFor(urls map[string]string, order []string, mode string) config
 
 // gatewayCall posts one call (to portico, or straight to a node) and
 // returns the result (or error) and the X-Portico-Verified header.
-func gatewayCall(t *testing.T, url, method string, params []any) (json.RawMessage, *struct {
+func gatewayCall(t *testing.T, url, method string, params any) (json.RawMessage, *struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
 }, string) {
@@ -348,53 +407,63 @@ func TestVerifiedAnswers(t *testing.T) {
 	chain := startVerifyChain(t, ctx)
 	for _, tc := range verifyCases {
 		t.Run(tc.name, func(t *testing.T) {
-			l := startLiar(t, chain.url, tc.lies...)
-			params := tc.params(chain)
-			want := nodeRPC(t, chain.url, tc.method, params...)
-
-			s := start(t, verifyConfigFor(map[string]string{"liar": l.url(), "a": chain.url, "b": chain.url}, []string{"liar", "a", "b"}, "on"))
-			got, rpcErr, verified := gatewayCall(t, s.url(t, "anvil"), tc.method, params)
-			if rpcErr != nil {
-				t.Fatalf("verify on: error %d %s", rpcErr.Code, rpcErr.Message)
-			}
-			if !reflect.DeepEqual(comparable(t, got), comparable(t, want)) {
-				t.Errorf("verify on: got %s\nwant the honest node's %s", got, want)
-			}
-			if verified != "true" {
-				t.Errorf("X-Portico-Verified = %q, want true", verified)
-			}
-			if l.told.Load() == 0 {
-				t.Fatal("the liar told no lie: the case tests nothing")
-			}
-			if n := counterValue(t, s, "portico_verify_faults_total", map[string]string{"node": "liar", "method": tc.fault}); n < 1 {
-				t.Errorf("portico_verify_faults_total{node=liar,method=%s} = %v, want at least 1", tc.fault, n)
-			}
-			if n := counterValue(t, s, "portico_verify_faults_total", map[string]string{"node": "a"}) + counterValue(t, s, "portico_verify_faults_total", map[string]string{"node": "b"}); n != 0 {
-				t.Errorf("honest nodes counted %v faults", n)
-			}
-			benched := false
-			for _, st := range s.m.pool("anvil").Nodes() {
-				if st.Name == "liar" {
-					benched = st.Benched
-				}
-			}
-			if !benched {
-				t.Error("the liar is not benched")
-			}
-			if logs := s.logs.String(); !strings.Contains(logs, "wrong answer from node") || !strings.Contains(logs, "node=liar") || !strings.Contains(logs, "method="+tc.fault) {
-				t.Errorf("no log line naming the node, the method and the mismatch:\n%s", logs)
-			}
-
-			strictLiar := startLiar(t, chain.url, tc.lies...)
-			s2 := start(t, verifyConfigFor(map[string]string{"liar": strictLiar.url()}, []string{"liar"}, "strict"))
-			got, rpcErr, verified = gatewayCall(t, s2.url(t, "anvil"), tc.method, params)
-			if rpcErr == nil || rpcErr.Code != -32058 {
-				t.Errorf("verify strict, the liar alone: got %s, error %+v; want -32058", got, rpcErr)
-			}
-			if verified != "false" {
-				t.Errorf("strict refusal: X-Portico-Verified = %q, want false", verified)
-			}
+			liarCaught(t, "evm", chain.url, tc.method, tc.params(chain), tc.lies, tc.fault)
 		})
+	}
+}
+
+// liarCaught runs one call through a verifying network of three nodes of
+// one chain (two honest, the liar first) and then the liar alone in
+// strict: the client gets the honest node's answer, marked verified, and
+// the liar is benched, counted under the node call fault and logged;
+// alone in strict it is refused with -32058.
+func liarCaught(t *testing.T, family portico.Family, node, method string, params []any, lies []string, fault string) {
+	t.Helper()
+	const name = "net"
+	l := startLiar(t, node, lies...)
+	want := nodeRPC(t, node, method, params...)
+
+	s := start(t, verifyNetworkConfig(family, name, map[string]string{"liar": l.url(), "a": node, "b": node}, []string{"liar", "a", "b"}, "on"))
+	got, rpcErr, verified := gatewayCall(t, s.url(t, name), method, params)
+	if rpcErr != nil {
+		t.Fatalf("verify on: error %d %s", rpcErr.Code, rpcErr.Message)
+	}
+	if !reflect.DeepEqual(comparable(t, got), comparable(t, want)) {
+		t.Errorf("verify on: got %s\nwant the honest node's %s", got, want)
+	}
+	if verified != "true" {
+		t.Errorf("X-Portico-Verified = %q, want true", verified)
+	}
+	if l.told.Load() == 0 {
+		t.Fatal("the liar told no lie: the case tests nothing")
+	}
+	if n := counterValue(t, s, "portico_verify_faults_total", map[string]string{"node": "liar", "method": fault}); n < 1 {
+		t.Errorf("portico_verify_faults_total{node=liar,method=%s} = %v, want at least 1", fault, n)
+	}
+	if n := counterValue(t, s, "portico_verify_faults_total", map[string]string{"node": "a"}) + counterValue(t, s, "portico_verify_faults_total", map[string]string{"node": "b"}); n != 0 {
+		t.Errorf("honest nodes counted %v faults", n)
+	}
+	benched := false
+	for _, st := range s.m.pool(name).Nodes() {
+		if st.Name == "liar" {
+			benched = st.Benched
+		}
+	}
+	if !benched {
+		t.Error("the liar is not benched")
+	}
+	if logs := s.logs.String(); !strings.Contains(logs, "wrong answer from node") || !strings.Contains(logs, "node=liar") || !strings.Contains(logs, "method="+fault) {
+		t.Errorf("no log line naming the node, the method and the mismatch:\n%s", logs)
+	}
+
+	strictLiar := startLiar(t, node, lies...)
+	s2 := start(t, verifyNetworkConfig(family, name, map[string]string{"liar": strictLiar.url()}, []string{"liar"}, "strict"))
+	got, rpcErr, verified = gatewayCall(t, s2.url(t, name), method, params)
+	if rpcErr == nil || rpcErr.Code != -32058 {
+		t.Errorf("verify strict, the liar alone: got %s, error %+v; want -32058", got, rpcErr)
+	}
+	if verified != "false" {
+		t.Errorf("strict refusal: X-Portico-Verified = %q, want false", verified)
 	}
 }
 
