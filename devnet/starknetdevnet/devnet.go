@@ -325,10 +325,11 @@ func (d *Devnet) sealLocked(ctx context.Context) (uint64, error) {
 		blockRow: blockRow{
 			number: p.number, parent: p.parent, oldRoot: p.oldRoot, newRoot: root,
 			timestamp: p.timestamp, stateDiff: string(appendStateDiff(nil, p.diff)),
+			commit: blockCommitments(p.txs, p.diff),
 		},
 		txs: p.txs,
 	}
-	b.hash = blockHash(b.number, root, b.parent, b.timestamp, b.txs, p.diff)
+	b.hash = blockHash(&b.blockRow)
 	if err := writeBlock(ctx, d.db, b, p.diff, d.world); err != nil {
 		// The world already holds the pending changes; a devnet that cannot
 		// write is broken, so say so loudly and keep the pending block.

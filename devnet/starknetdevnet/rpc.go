@@ -211,15 +211,8 @@ func (d *Devnet) rpcGetBlockWithTxHashes(ctx context.Context, params jsontext.Va
 		out = appendHeaderTail(out, p.timestamp)
 		return append(out, '}'), nil
 	}
-	out := []byte(`{"status":"` + d.blockStatus(b.number) + `","block_hash":`)
-	out = appendFeltJSON(out, &b.hash)
-	out = append(out, `,"parent_hash":`...)
-	out = appendFeltJSON(out, &b.parent)
-	out = append(out, `,"block_number":`...)
-	out = appendUint(out, b.number)
-	out = append(out, `,"new_root":`...)
-	out = appendFeltJSON(out, &b.newRoot)
-	out = appendHeaderTail(out, b.timestamp)
+	out := []byte(`{"status":"` + d.blockStatus(b.number) + `",`)
+	out = appendSealedHeader(out, b)
 	out = append(out, `,"transactions":[`...)
 	rows, err := d.db.QueryContext(ctx, `SELECT hash FROM txs WHERE block = ? ORDER BY idx`, b.number)
 	if err != nil {
