@@ -45,6 +45,10 @@ var methods = map[string]method{
 	"starknet_getEvents":             (*Devnet).rpcGetEvents,
 	"starknet_getStateUpdate":        (*Devnet).rpcGetStateUpdate,
 
+	// State reads (state_reads.go, proof.go).
+	"starknet_getStorageAt":   (*Devnet).rpcGetStorageAt,
+	"starknet_getClassHashAt": (*Devnet).rpcGetClassHashAt,
+
 	// What a wallet needs (wallet_reads.go, write.go); the two add methods
 	// run under the write lock (writes).
 	"starknet_getNonce":                    (*Devnet).rpcGetNonce,
