@@ -84,6 +84,9 @@ type Devnet struct {
 	head    *blockRow
 	pending *pendingBlock
 	round   int // traffic rounds run in the pending block
+
+	proofMu sync.Mutex  // guards proofs; taken under mu held for reading
+	proofs  *stateTries // the head's tries for storage proofs, built on the first request
 	started bool
 	closed  bool
 

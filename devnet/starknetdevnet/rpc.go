@@ -46,8 +46,9 @@ var methods = map[string]method{
 	"starknet_getStateUpdate":        (*Devnet).rpcGetStateUpdate,
 
 	// State reads (state_reads.go, proof.go).
-	"starknet_getStorageAt":   (*Devnet).rpcGetStorageAt,
-	"starknet_getClassHashAt": (*Devnet).rpcGetClassHashAt,
+	"starknet_getStorageAt":    (*Devnet).rpcGetStorageAt,
+	"starknet_getClassHashAt":  (*Devnet).rpcGetClassHashAt,
+	"starknet_getStorageProof": (*Devnet).rpcGetStorageProof,
 
 	// What a wallet needs (wallet_reads.go, write.go); the two add methods
 	// run under the write lock (writes).
