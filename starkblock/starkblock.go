@@ -154,105 +154,74 @@ func (e *FieldError) Error() string { return "block header." + e.Field + ": " + 
 // carries its fields: BLOCK_WITH_TX_HASHES and the others) and returns
 // the header and the hash the node claims for it. Every field the hash
 // needs must be there: a header without the spec 0.10 commitments and
-// counts gives a *FieldError naming the first one missing.
+// counts gives a *FieldError naming the first one missing, and a field
+// that does not read gives one naming it.
 func Decode(raw []byte) (*Header, Felt, error) {
-	var j struct {
-		BlockHash           *feltJSON  `json:"block_hash"`
-		ParentHash          *feltJSON  `json:"parent_hash"`
-		BlockNumber         *uint64    `json:"block_number"`
-		NewRoot             *feltJSON  `json:"new_root"`
-		Timestamp           *uint64    `json:"timestamp"`
-		Sequencer           *feltJSON  `json:"sequencer_address"`
-		L1Gas               *priceJSON `json:"l1_gas_price"`
-		L2Gas               *priceJSON `json:"l2_gas_price"`
-		L1DataGas           *priceJSON `json:"l1_data_gas_price"`
-		DAMode              *string    `json:"l1_da_mode"`
-		Version             *string    `json:"starknet_version"`
-		EventCommitment     *feltJSON  `json:"event_commitment"`
-		TxCommitment        *feltJSON  `json:"transaction_commitment"`
-		ReceiptCommitment   *feltJSON  `json:"receipt_commitment"`
-		StateDiffCommitment *feltJSON  `json:"state_diff_commitment"`
-		EventCount          *uint64    `json:"event_count"`
-		TxCount             *uint64    `json:"transaction_count"`
-		StateDiffLength     *uint64    `json:"state_diff_length"`
-	}
-	if err := json.Unmarshal(raw, &j); err != nil {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, Felt{}, &FieldError{Field: "(header)", Reason: err.Error()}
 	}
-	missing := func(name string) (*Header, Felt, error) {
-		return nil, Felt{}, &FieldError{Field: name, Reason: "is missing"}
+	var (
+		h              Header
+		hash           feltJSON
+		l1, l2, l1Data priceJSON
+		daMode         string
+	)
+	fields := []struct {
+		name string
+		into any
+	}{
+		{"block_hash", &hash},
+		{"parent_hash", (*feltJSON)(&h.Parent)},
+		{"block_number", &h.Number},
+		{"new_root", (*feltJSON)(&h.StateRoot)},
+		{"timestamp", &h.Timestamp},
+		{"sequencer_address", (*feltJSON)(&h.Sequencer)},
+		{"l1_gas_price", &l1},
+		{"l2_gas_price", &l2},
+		{"l1_data_gas_price", &l1Data},
+		{"l1_da_mode", &daMode},
+		{"starknet_version", &h.Version},
+		{"event_commitment", (*feltJSON)(&h.EventCommitment)},
+		{"transaction_commitment", (*feltJSON)(&h.TxCommitment)},
+		{"receipt_commitment", (*feltJSON)(&h.ReceiptCommitment)},
+		{"state_diff_commitment", (*feltJSON)(&h.StateDiffCommitment)},
+		{"event_count", &h.EventCount},
+		{"transaction_count", &h.TxCount},
+		{"state_diff_length", &h.StateDiffLength},
 	}
-	switch {
-	case j.BlockHash == nil:
-		return missing("block_hash")
-	case j.ParentHash == nil:
-		return missing("parent_hash")
-	case j.BlockNumber == nil:
-		return missing("block_number")
-	case j.NewRoot == nil:
-		return missing("new_root")
-	case j.Timestamp == nil:
-		return missing("timestamp")
-	case j.Sequencer == nil:
-		return missing("sequencer_address")
-	case j.L1Gas == nil:
-		return missing("l1_gas_price")
-	case j.L2Gas == nil:
-		return missing("l2_gas_price")
-	case j.L1DataGas == nil:
-		return missing("l1_data_gas_price")
-	case j.DAMode == nil:
-		return missing("l1_da_mode")
-	case j.Version == nil:
-		return missing("starknet_version")
-	case j.EventCommitment == nil:
-		return missing("event_commitment")
-	case j.TxCommitment == nil:
-		return missing("transaction_commitment")
-	case j.ReceiptCommitment == nil:
-		return missing("receipt_commitment")
-	case j.StateDiffCommitment == nil:
-		return missing("state_diff_commitment")
-	case j.EventCount == nil:
-		return missing("event_count")
-	case j.TxCount == nil:
-		return missing("transaction_count")
-	case j.StateDiffLength == nil:
-		return missing("state_diff_length")
+	for _, f := range fields {
+		v, ok := m[f.name]
+		if !ok || string(v) == "null" {
+			return nil, Felt{}, &FieldError{Field: f.name, Reason: "is missing"}
+		}
+		if err := json.Unmarshal(v, f.into); err != nil {
+			return nil, Felt{}, &FieldError{Field: f.name, Reason: err.Error()}
+		}
 	}
-	var blob bool
-	switch *j.DAMode {
+	for _, p := range []struct {
+		name string
+		p    *priceJSON
+		into *Price
+	}{{"l1_gas_price", &l1, &h.L1Gas}, {"l2_gas_price", &l2, &h.L2Gas}, {"l1_data_gas_price", &l1Data, &h.L1DataGas}} {
+		if p.p.Wei == nil || p.p.Fri == nil {
+			return nil, Felt{}, &FieldError{Field: p.name, Reason: "price_in_wei or price_in_fri is missing"}
+		}
+		*p.into = Price{Wei: Felt(*p.p.Wei), Fri: Felt(*p.p.Fri)}
+	}
+	switch daMode {
 	case "BLOB":
-		blob = true
+		h.Blob = true
 	case "CALLDATA":
 	default:
-		return nil, Felt{}, &FieldError{Field: "l1_da_mode", Reason: fmt.Sprintf("want BLOB or CALLDATA, got %q", *j.DAMode)}
+		return nil, Felt{}, &FieldError{Field: "l1_da_mode", Reason: fmt.Sprintf("want BLOB or CALLDATA, got %q", daMode)}
 	}
-	h := &Header{
-		Number: *j.BlockNumber, StateRoot: Felt(*j.NewRoot), Sequencer: Felt(*j.Sequencer), Timestamp: *j.Timestamp,
-		TxCount: *j.TxCount, EventCount: *j.EventCount, StateDiffLength: *j.StateDiffLength, Blob: blob,
-		StateDiffCommitment: Felt(*j.StateDiffCommitment), TxCommitment: Felt(*j.TxCommitment),
-		EventCommitment: Felt(*j.EventCommitment), ReceiptCommitment: Felt(*j.ReceiptCommitment),
-		L1Gas: j.L1Gas.price(), L1DataGas: j.L1DataGas.price(), L2Gas: j.L2Gas.price(),
-		Version: *j.Version, Parent: Felt(*j.ParentHash),
-	}
-	return h, Felt(*j.BlockHash), nil
+	return &h, Felt(hash), nil
 }
 
 type priceJSON struct {
 	Wei *feltJSON `json:"price_in_wei"`
 	Fri *feltJSON `json:"price_in_fri"`
-}
-
-func (p *priceJSON) price() Price {
-	var out Price
-	if p.Wei != nil {
-		out.Wei = Felt(*p.Wei)
-	}
-	if p.Fri != nil {
-		out.Fri = Felt(*p.Fri)
-	}
-	return out
 }
 
 // feltJSON is a FELT: 0x and at most 64 hex digits below the prime.

@@ -3,6 +3,8 @@ package starknetdevnet
 import (
 	"slices"
 	"strconv"
+
+	"github.com/porticohq/portico/starkblock"
 )
 
 // Block header constants. Gas prices are fixed: the devnet has no market.
@@ -26,51 +28,79 @@ type pendingBlock struct {
 	diff      *stateDiff
 }
 
-// blockHash computes a block's hash with the layout Starknet uses since
-// v0.13.2: poseidon_many over "STARKNET_BLOCK_HASH0", the number, state
-// root, sequencer, timestamp, packed counts, the state-diff, transaction,
-// event and receipt commitments, the gas prices hash, the version, 0 and
-// the parent's hash. The commitments are height-64 Poseidon tries keyed by
-// index (see docs/starknet-devnet.md for what the devnet simplifies).
-func blockHash(number uint64, stateRoot, parent Felt, timestamp uint64, txs []*txn, diff *stateDiff) Felt {
+// commitments are a sealed block's counts and commitments: what its hash
+// commits to besides the row's own fields, stored with the block and sent
+// in its header (the spec 0.10 members).
+type commitments struct {
+	txCount, eventCount, diffLength uint64
+	tx, event, receipt, stateDiff   Felt
+}
+
+// blockCommitments computes a block's commitments from its transactions
+// and state diff. The transaction, event and receipt commitments are
+// height-64 Poseidon tries keyed by index (see docs/starknet-devnet.md for
+// what the devnet simplifies in their leaves).
+func blockCommitments(txs []*txn, diff *stateDiff) commitments {
 	var txLeaves, evLeaves, rcLeaves []Felt
 	zero := Felt{}
 	for _, t := range txs {
 		txLeaves = append(txLeaves, poseidonMany(t.hash, zero)) // hash and an empty signature
 		for _, e := range t.events {
-			vals := []Felt{e.from, t.hash, feltU64(uint64(len(e.keys)))}
-			vals = append(vals, e.keys...)
-			vals = append(vals, feltU64(uint64(len(e.data))))
-			vals = append(vals, e.data...)
-			evLeaves = append(evLeaves, poseidonMany(vals...))
+			evLeaves = append(evLeaves, eventLeaf(&t.hash, &e))
 		}
-		rcLeaves = append(rcLeaves, poseidonMany(t.hash, feltU64(t.fee), poseidonMany(), zero,
-			feltU64(0), feltU64(t.l1Gas), feltU64(t.dataGas), feltU64(t.l2Gas)))
+		rcLeaves = append(rcLeaves, receiptLeaf(t))
 	}
-	packed := packCounts(len(txs), len(evLeaves), diff.length())
-	gas := poseidonMany(shortString("STARKNET_GAS_PRICES0"),
-		feltU64(l1GasPriceWei), feltU64(l1GasPriceFri), feltU64(dataGasWei), feltU64(dataGasFri),
-		feltU64(l2GasWei), feltU64(l2GasFri))
-	return poseidonMany(shortString("STARKNET_BLOCK_HASH0"), feltU64(number), stateRoot, sequencerAddr,
-		feltU64(timestamp), packed, stateDiffCommitment(diff),
-		indexedRoot(txLeaves, poseidon), indexedRoot(evLeaves, poseidon), indexedRoot(rcLeaves, poseidon),
-		gas, shortString(starknetVersion), zero, parent)
+	return commitments{
+		txCount: uint64(len(txs)), eventCount: uint64(len(evLeaves)), diffLength: uint64(diff.length()),
+		tx: indexedRoot(txLeaves, poseidon), event: indexedRoot(evLeaves, poseidon),
+		receipt: indexedRoot(rcLeaves, poseidon), stateDiff: stateDiffCommitment(diff),
+	}
 }
 
-// packCounts is transaction count ‖ event count ‖ state-diff length ‖ DA
-// mode, 64 bits each (the DA mode bit set for blobs).
-func packCounts(txs, events, diffLen int) Felt {
-	var b [32]byte
-	put := func(off int, v uint64) {
-		for i := range 8 {
-			b[off+7-i] = byte(v >> (8 * i))
-		}
+// eventLeaf is an event's leaf in the event commitment: Poseidon over the
+// emitter, the transaction hash, and the keys and data, each prefixed by
+// its length.
+func eventLeaf(txHash *Felt, e *event) Felt {
+	vals := []Felt{e.from, *txHash, feltU64(uint64(len(e.keys)))}
+	vals = append(vals, e.keys...)
+	vals = append(vals, feltU64(uint64(len(e.data))))
+	vals = append(vals, e.data...)
+	return poseidonMany(vals...)
+}
+
+// receiptLeaf is a receipt's leaf in the receipt commitment.
+func receiptLeaf(t *txn) Felt {
+	return poseidonMany(t.hash, feltU64(t.fee), poseidonMany(), Felt{},
+		feltU64(0), feltU64(t.l1Gas), feltU64(t.dataGas), feltU64(t.l2Gas))
+}
+
+// header is the block's starkblock.Header: the row, its commitments and
+// the devnet's fixed sequencer, gas prices, data-availability mode and
+// version.
+func (r *blockRow) header() *starkblock.Header {
+	price := func(wei, fri uint64) starkblock.Price { return starkblock.Price{Wei: feltU64(wei), Fri: feltU64(fri)} }
+	c := &r.commit
+	return &starkblock.Header{
+		Number: r.number, StateRoot: r.newRoot, Sequencer: sequencerAddr, Timestamp: r.timestamp,
+		TxCount: c.txCount, EventCount: c.eventCount, StateDiffLength: c.diffLength, Blob: true,
+		StateDiffCommitment: c.stateDiff, TxCommitment: c.tx, EventCommitment: c.event, ReceiptCommitment: c.receipt,
+		L1Gas: price(l1GasPriceWei, l1GasPriceFri), L1DataGas: price(dataGasWei, dataGasFri), L2Gas: price(l2GasWei, l2GasFri),
+		Version: starknetVersion, Parent: r.parent,
 	}
-	put(0, uint64(txs))
-	put(8, uint64(events))
-	put(16, uint64(diffLen))
-	b[24] = 0x80 // L1 data availability in blobs
-	return feltFromKey(b[:])
+}
+
+// blockHash is the block's hash with Starknet's layout for its version
+// (package starkblock): for the devnet's 0.13.4, Poseidon over
+// "STARKNET_BLOCK_HASH1", the number, state root, sequencer, timestamp,
+// packed counts, the state-diff, transaction, event and receipt
+// commitments, the gas prices' hash, the version, 0 and the parent's hash.
+func blockHash(r *blockRow) Felt {
+	h, err := r.header().Hash()
+	if err != nil {
+		// The version is the devnet's constant, which starkblock knows.
+		panic("starknetdevnet: " + err.Error())
+	}
+	return h
 }
 
 // stateDiffCommitment hashes the diff as Starknet's state-diff commitment
@@ -243,4 +273,34 @@ func appendHeaderTail(b []byte, timestamp uint64) []byte {
 	b = appendPrice(b, dataGasWei, dataGasFri)
 	b = append(b, `,"l1_da_mode":"BLOB","starknet_version":"`+starknetVersion+`"`...)
 	return b
+}
+
+// appendSealedHeader renders a sealed block's BLOCK_HEADER members,
+// without braces: the spec 0.8 members and, after them, the spec 0.10
+// commitments and counts its hash needs.
+func appendSealedHeader(b []byte, r *blockRow) []byte {
+	b = append(b, `"block_hash":`...)
+	b = appendFeltJSON(b, &r.hash)
+	b = append(b, `,"parent_hash":`...)
+	b = appendFeltJSON(b, &r.parent)
+	b = append(b, `,"block_number":`...)
+	b = appendUint(b, r.number)
+	b = append(b, `,"new_root":`...)
+	b = appendFeltJSON(b, &r.newRoot)
+	b = appendHeaderTail(b, r.timestamp)
+	c := &r.commit
+	b = append(b, `,"event_commitment":`...)
+	b = appendFeltJSON(b, &c.event)
+	b = append(b, `,"transaction_commitment":`...)
+	b = appendFeltJSON(b, &c.tx)
+	b = append(b, `,"receipt_commitment":`...)
+	b = appendFeltJSON(b, &c.receipt)
+	b = append(b, `,"state_diff_commitment":`...)
+	b = appendFeltJSON(b, &c.stateDiff)
+	b = append(b, `,"event_count":`...)
+	b = appendUint(b, c.eventCount)
+	b = append(b, `,"transaction_count":`...)
+	b = appendUint(b, c.txCount)
+	b = append(b, `,"state_diff_length":`...)
+	return appendUint(b, c.diffLength)
 }

@@ -84,6 +84,9 @@ type Devnet struct {
 	head    *blockRow
 	pending *pendingBlock
 	round   int // traffic rounds run in the pending block
+
+	proofMu sync.Mutex  // guards proofs; taken under mu held for reading
+	proofs  *stateTries // the head's tries for storage proofs, built on the first request
 	started bool
 	closed  bool
 
@@ -325,10 +328,11 @@ func (d *Devnet) sealLocked(ctx context.Context) (uint64, error) {
 		blockRow: blockRow{
 			number: p.number, parent: p.parent, oldRoot: p.oldRoot, newRoot: root,
 			timestamp: p.timestamp, stateDiff: string(appendStateDiff(nil, p.diff)),
+			commit: blockCommitments(p.txs, p.diff),
 		},
 		txs: p.txs,
 	}
-	b.hash = blockHash(b.number, root, b.parent, b.timestamp, b.txs, p.diff)
+	b.hash = blockHash(&b.blockRow)
 	if err := writeBlock(ctx, d.db, b, p.diff, d.world); err != nil {
 		// The world already holds the pending changes; a devnet that cannot
 		// write is broken, so say so loudly and keep the pending block.

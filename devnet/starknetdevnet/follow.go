@@ -205,34 +205,26 @@ func (f *follower) step(head uint64) (bool, error) {
 
 // headers reads the headers of blocks from..to, which are sealed.
 func (d *Devnet) headers(ctx context.Context, from, to uint64) ([]blockRow, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT number, hash, parent, new_root, timestamp FROM blocks WHERE number BETWEEN ? AND ? ORDER BY number`, from, to)
+	rows, err := d.db.QueryContext(ctx, `SELECT `+blockColumns+` FROM blocks WHERE number BETWEEN ? AND ? ORDER BY number`, from, to)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []blockRow
 	for rows.Next() {
-		var b blockRow
-		var hash, parent, root []byte
-		if err := rows.Scan(&b.number, &hash, &parent, &root, &b.timestamp); err != nil {
+		b, err := scanBlock(rows)
+		if err != nil {
 			return nil, err
 		}
-		b.hash, b.parent, b.newRoot = feltFromKey(hash), feltFromKey(parent), feltFromKey(root)
-		out = append(out, b)
+		b.stateDiff = "" // not part of a header
+		out = append(out, *b)
 	}
 	return out, rows.Err()
 }
 
 // appendHeader renders a sealed block's BLOCK_HEADER.
 func appendHeader(b []byte, r *blockRow) []byte {
-	b = append(b, `{"block_hash":`...)
-	b = appendFeltJSON(b, &r.hash)
-	b = append(b, `,"parent_hash":`...)
-	b = appendFeltJSON(b, &r.parent)
-	b = append(b, `,"block_number":`...)
-	b = appendUint(b, r.number)
-	b = append(b, `,"new_root":`...)
-	b = appendFeltJSON(b, &r.newRoot)
-	b = appendHeaderTail(b, r.timestamp)
+	b = append(b, '{')
+	b = appendSealedHeader(b, r)
 	return append(b, '}')
 }

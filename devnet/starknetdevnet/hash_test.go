@@ -121,23 +121,23 @@ func TestPatriciaShapes(t *testing.T) {
 	}
 	k := hexFelt(t, "0x123456789abcdef")
 	v := feltU64(7)
-	if got, want := patriciaRoot([]trieLeaf{leaf(k, v)}, 251, h), edge(v, k, 251); !got.Equal(&want) {
+	if got, want := patriciaRoot([]trieLeaf{leaf(k, v)}, 251, h, nil), edge(v, k, 251); !got.Equal(&want) {
 		t.Errorf("single leaf root %s, want %s", feltHex(&got), feltHex(&want))
 	}
 	two, three := feltU64(2), feltU64(3)
 	bin := h(&two, &three)
-	if got, want := patriciaRoot([]trieLeaf{leaf(feltU64(1), three), leaf(feltU64(0), two)}, 251, h), edge(bin, Felt{}, 250); !got.Equal(&want) {
+	if got, want := patriciaRoot([]trieLeaf{leaf(feltU64(1), three), leaf(feltU64(0), two)}, 251, h, nil), edge(bin, Felt{}, 250); !got.Equal(&want) {
 		t.Errorf("keys 0,1 root %s, want %s", feltHex(&got), feltHex(&want))
 	}
 	top := hexFelt(t, "0x7ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff")
 	cc, dd := feltU64(0xcc), feltU64(0xdd)
 	ones := hexFelt(t, "0x3ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff")
 	l, r := edge(cc, Felt{}, 250), edge(dd, ones, 250)
-	if got, want := patriciaRoot([]trieLeaf{leaf(Felt{}, cc), leaf(top, dd)}, 251, h), h(&l, &r); !got.Equal(&want) {
+	if got, want := patriciaRoot([]trieLeaf{leaf(Felt{}, cc), leaf(top, dd)}, 251, h, nil), h(&l, &r); !got.Equal(&want) {
 		t.Errorf("split root %s, want %s", feltHex(&got), feltHex(&want))
 	}
 	// Zero values are absent leaves.
-	if got := patriciaRoot([]trieLeaf{leaf(k, Felt{})}, 251, h); !got.IsZero() {
+	if got := patriciaRoot([]trieLeaf{leaf(k, Felt{})}, 251, h, nil); !got.IsZero() {
 		t.Errorf("zero leaf root %s", feltHex(&got))
 	}
 }

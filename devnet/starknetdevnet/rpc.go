@@ -45,6 +45,11 @@ var methods = map[string]method{
 	"starknet_getEvents":             (*Devnet).rpcGetEvents,
 	"starknet_getStateUpdate":        (*Devnet).rpcGetStateUpdate,
 
+	// State reads (state_reads.go, proof.go).
+	"starknet_getStorageAt":    (*Devnet).rpcGetStorageAt,
+	"starknet_getClassHashAt":  (*Devnet).rpcGetClassHashAt,
+	"starknet_getStorageProof": (*Devnet).rpcGetStorageProof,
+
 	// What a wallet needs (wallet_reads.go, write.go); the two add methods
 	// run under the write lock (writes).
 	"starknet_getNonce":                    (*Devnet).rpcGetNonce,
@@ -211,15 +216,8 @@ func (d *Devnet) rpcGetBlockWithTxHashes(ctx context.Context, params jsontext.Va
 		out = appendHeaderTail(out, p.timestamp)
 		return append(out, '}'), nil
 	}
-	out := []byte(`{"status":"` + d.blockStatus(b.number) + `","block_hash":`)
-	out = appendFeltJSON(out, &b.hash)
-	out = append(out, `,"parent_hash":`...)
-	out = appendFeltJSON(out, &b.parent)
-	out = append(out, `,"block_number":`...)
-	out = appendUint(out, b.number)
-	out = append(out, `,"new_root":`...)
-	out = appendFeltJSON(out, &b.newRoot)
-	out = appendHeaderTail(out, b.timestamp)
+	out := []byte(`{"status":"` + d.blockStatus(b.number) + `",`)
+	out = appendSealedHeader(out, b)
 	out = append(out, `,"transactions":[`...)
 	rows, err := d.db.QueryContext(ctx, `SELECT hash FROM txs WHERE block = ? ORDER BY idx`, b.number)
 	if err != nil {

@@ -50,7 +50,9 @@ func seededTxs(seed, block uint64, events int) []*txn {
 // benchmarks of getEvents: the seeded blocks change no state (their old
 // and new roots are the head's root and their state diffs are empty) and
 // their hashes are Poseidon over number, root and parent rather than the
-// full block-hash layout. The pending block must be empty.
+// full block-hash layout: their headers carry the counts but zero
+// commitments, and do not hash to their block_hash. The pending block must
+// be empty.
 func (d *Devnet) SeedEvents(ctx context.Context, blocks, eventsPerBlock int, seed uint64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -68,11 +70,6 @@ func (d *Devnet) SeedEvents(ctx context.Context, blocks, eventsPerBlock int, see
 		return err
 	}
 	defer tx.Rollback()
-	insBlock, err := tx.PrepareContext(ctx, `INSERT INTO blocks VALUES(?,?,?,?,?,?,?)`)
-	if err != nil {
-		return err
-	}
-	defer insBlock.Close()
 	insTx, err := tx.PrepareContext(ctx, `INSERT INTO txs VALUES(?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return err
@@ -91,15 +88,15 @@ func (d *Devnet) SeedEvents(ctx context.Context, blocks, eventsPerBlock int, see
 	var seeded [][]*txn
 	for range blocks {
 		n := head.number + 1
+		txs := seededTxs(seed, n, eventsPerBlock)
 		b := blockRow{number: n, parent: head.hash, oldRoot: head.newRoot, newRoot: head.newRoot,
-			timestamp: head.timestamp, stateDiff: emptyDiff}
+			timestamp: head.timestamp, stateDiff: emptyDiff,
+			commit: commitments{txCount: uint64(len(txs)), eventCount: uint64(eventsPerBlock)}}
 		b.hash = poseidonMany(shortString("PORTICO_SEEDED_BLOCK"), feltU64(n), b.newRoot, b.parent)
-		h, p, r := b.hash.Bytes(), b.parent.Bytes(), b.newRoot.Bytes()
-		if _, err := insBlock.ExecContext(ctx, n, h[:], p[:], r[:], r[:], b.timestamp, b.stateDiff); err != nil {
+		if err := insertBlock(ctx, tx, &b); err != nil {
 			return err
 		}
 		pos := 0
-		txs := seededTxs(seed, n, eventsPerBlock)
 		if track {
 			seeded = append(seeded, txs)
 		}

@@ -134,20 +134,24 @@ func (w *worldState) commitment() (contractsRoot, classesRoot, root Felt) {
 	leaves := make([]trieLeaf, 0, len(w.contracts))
 	for a, c := range w.contracts {
 		if c.dirty {
-			c.leaf = contractLeaf(c)
+			c.leaf = contractLeaf(c, storageRoot(c, nil))
 			c.dirty = false
 		}
 		leaves = append(leaves, trieLeaf{key: a, value: c.leaf})
 	}
-	contractsRoot = patriciaRoot(leaves, stateTrieHeight, pedersen)
+	contractsRoot = patriciaRoot(leaves, stateTrieHeight, pedersen, nil)
+	classesRoot = patriciaRoot(w.classLeaves(), stateTrieHeight, poseidon, nil)
+	return contractsRoot, classesRoot, stateRoot(contractsRoot, classesRoot)
+}
 
-	leaves = leaves[:0]
+// classLeaves are the classes trie's leaves.
+func (w *worldState) classLeaves() []trieLeaf {
+	leaves := make([]trieLeaf, 0, len(w.classes))
 	version := shortString("CONTRACT_CLASS_LEAF_V0")
 	for h, compiled := range w.classes {
 		leaves = append(leaves, trieLeaf{key: h, value: poseidon(&version, &compiled)})
 	}
-	classesRoot = patriciaRoot(leaves, stateTrieHeight, poseidon)
-	return contractsRoot, classesRoot, stateRoot(contractsRoot, classesRoot)
+	return leaves
 }
 
 // stateRoot combines the two trie roots.
@@ -158,13 +162,18 @@ func stateRoot(contractsRoot, classesRoot Felt) Felt {
 	return poseidonMany(shortString("STARKNET_STATE_V0"), contractsRoot, classesRoot)
 }
 
-// contractLeaf is a contract's leaf in the contracts trie.
-func contractLeaf(c *contract) Felt {
+// storageRoot is the root of a contract's storage trie; its inner nodes
+// are added to nodes unless nil.
+func storageRoot(c *contract, nodes trieNodes) Felt {
 	leaves := make([]trieLeaf, 0, len(c.storage))
 	for k, v := range c.storage {
 		leaves = append(leaves, trieLeaf{key: k, value: v})
 	}
-	storageRoot := patriciaRoot(leaves, stateTrieHeight, pedersen)
+	return patriciaRoot(leaves, stateTrieHeight, pedersen, nodes)
+}
+
+// contractLeaf is a contract's leaf in the contracts trie.
+func contractLeaf(c *contract, storageRoot Felt) Felt {
 	nonce := feltU64(c.nonce)
 	h := pedersen(&c.classHash, &storageRoot)
 	h = pedersen(&h, &nonce)

@@ -10,6 +10,8 @@ import (
 )
 
 // schema is the devnet's database. Felts are 32-byte big-endian blobs.
+// A block's counts and commitments (the columns after state_diff) came
+// later than the rest: migrate adds them to an older database.
 // Events are keyed by (block, pos), pos being the event's index in its
 // block across transactions, which is also the order getEvents returns
 // them in; the two secondary indexes serve selective filters (first key,
@@ -23,7 +25,14 @@ CREATE TABLE IF NOT EXISTS blocks(
 	old_root BLOB NOT NULL,
 	new_root BLOB NOT NULL,
 	timestamp INTEGER NOT NULL,
-	state_diff TEXT NOT NULL
+	state_diff TEXT NOT NULL,
+	tx_count INTEGER,
+	event_count INTEGER,
+	diff_length INTEGER,
+	tx_commitment BLOB,
+	event_commitment BLOB,
+	receipt_commitment BLOB,
+	diff_commitment BLOB
 );
 CREATE TABLE IF NOT EXISTS txs(
 	hash BLOB PRIMARY KEY,
@@ -66,6 +75,10 @@ func openDB(ctx context.Context, path string) (*sql.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("starknetdevnet: schema: %w", err)
 	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("starknetdevnet: migrate: %w", err)
+	}
 	return db, nil
 }
 
@@ -100,6 +113,7 @@ type blockRow struct {
 	newRoot   Felt
 	timestamp uint64
 	stateDiff string // the rendered STATE_DIFF JSON
+	commit    commitments
 }
 
 // sealedBlock is everything a block adds to the database.
@@ -116,10 +130,8 @@ func writeBlock(ctx context.Context, db *sql.DB, b *sealedBlock, diff *stateDiff
 		return err
 	}
 	defer tx.Rollback()
-	hash, parent, oldRoot, newRoot := b.hash.Bytes(), b.parent.Bytes(), b.oldRoot.Bytes(), b.newRoot.Bytes()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO blocks VALUES(?,?,?,?,?,?,?)`,
-		b.number, hash[:], parent[:], oldRoot[:], newRoot[:], b.timestamp, b.stateDiff); err != nil {
-		return fmt.Errorf("block %d: %w", b.number, err)
+	if err := insertBlock(ctx, tx, &b.blockRow); err != nil {
+		return err
 	}
 	insTx, err := tx.PrepareContext(ctx, `INSERT INTO txs VALUES(?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
@@ -150,6 +162,19 @@ func writeBlock(ctx context.Context, db *sql.DB, b *sealedBlock, diff *stateDiff
 		}
 	}
 	return tx.Commit()
+}
+
+// insertBlock adds a block's row.
+func insertBlock(ctx context.Context, tx *sql.Tx, b *blockRow) error {
+	hash, parent, oldRoot, newRoot := b.hash.Bytes(), b.parent.Bytes(), b.oldRoot.Bytes(), b.newRoot.Bytes()
+	c := &b.commit
+	txc, evc, rcc, sdc := c.tx.Bytes(), c.event.Bytes(), c.receipt.Bytes(), c.stateDiff.Bytes()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO blocks(`+blockColumns+`) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		b.number, hash[:], parent[:], oldRoot[:], newRoot[:], b.timestamp, b.stateDiff,
+		c.txCount, c.eventCount, c.diffLength, txc[:], evc[:], rcc[:], sdc[:]); err != nil {
+		return fmt.Errorf("block %d: %w", b.number, err)
+	}
+	return nil
 }
 
 // insertEvent adds one event row.
@@ -265,12 +290,17 @@ func loadState(ctx context.Context, db *sql.DB) (*worldState, error) {
 // scanBlock reads a block row.
 func scanBlock(row interface{ Scan(...any) error }) (*blockRow, error) {
 	var b blockRow
-	var hash, parent, oldRoot, newRoot []byte
-	if err := row.Scan(&b.number, &hash, &parent, &oldRoot, &newRoot, &b.timestamp, &b.stateDiff); err != nil {
+	var hash, parent, oldRoot, newRoot, txc, evc, rcc, sdc []byte
+	c := &b.commit
+	if err := row.Scan(&b.number, &hash, &parent, &oldRoot, &newRoot, &b.timestamp, &b.stateDiff,
+		&c.txCount, &c.eventCount, &c.diffLength, &txc, &evc, &rcc, &sdc); err != nil {
 		return nil, err
 	}
 	b.hash, b.parent, b.oldRoot, b.newRoot = feltFromKey(hash), feltFromKey(parent), feltFromKey(oldRoot), feltFromKey(newRoot)
+	c.tx, c.event, c.receipt, c.stateDiff = feltFromKey(txc), feltFromKey(evc), feltFromKey(rcc), feltFromKey(sdc)
 	return &b, nil
 }
 
-const blockColumns = `number, hash, parent, old_root, new_root, timestamp, state_diff`
+// blockColumns are the blocks table's columns in scanBlock's order.
+const blockColumns = `number, hash, parent, old_root, new_root, timestamp, state_diff,
+	tx_count, event_count, diff_length, tx_commitment, event_commitment, receipt_commitment, diff_commitment`
