@@ -11,15 +11,13 @@ import (
 // FuzzVerify starts from the devnet's proof of part of its state (two
 // contracts with two slots each, two classes, and absent ones) at its
 // head, built at start: nothing may panic, every failure is of a verify
-// kind, and what verifies is the state's. The seed is kept small: a
-// Pedersen hash under the fuzzer's instrumentation is slow, and a proof of
-// the whole state ran a few inputs a second.
+// kind, and what verifies is the state's. The seed is kept small so that
+// mutations reach its structure rather than spread over hundreds of nodes.
 func FuzzVerify(f *testing.F) {
 	c := devnetChain(f, 2)
 	req := c.world.sample(2, 2)
 	f.Add(c.proof(f, "latest", req))
-	// A live devnet stalls the fuzzing worker (it ran 2 inputs in 60s);
-	// the seed is all the target needs from it.
+	// The seed is all the target needs from the devnet.
 	c.close()
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		p, err := starkproof.Verify(raw, c.blockHash, c.root, req)
