@@ -94,13 +94,8 @@ func (r *blockRow) header() *starkblock.Header {
 // "STARKNET_BLOCK_HASH1", the number, state root, sequencer, timestamp,
 // packed counts, the state-diff, transaction, event and receipt
 // commitments, the gas prices' hash, the version, 0 and the parent's hash.
-func blockHash(r *blockRow) Felt {
-	h, err := r.header().Hash()
-	if err != nil {
-		// The version is the devnet's constant, which starkblock knows.
-		panic("starknetdevnet: " + err.Error())
-	}
-	return h
+func blockHash(r *blockRow) (Felt, error) {
+	return r.header().Hash()
 }
 
 // stateDiffCommitment hashes the diff as Starknet's state-diff commitment

@@ -332,7 +332,10 @@ func (d *Devnet) sealLocked(ctx context.Context) (uint64, error) {
 		},
 		txs: p.txs,
 	}
-	b.hash = blockHash(&b.blockRow)
+	var err error
+	if b.hash, err = blockHash(&b.blockRow); err != nil {
+		return 0, fmt.Errorf("starknetdevnet: seal block %d: %w", b.number, err)
+	}
 	if err := writeBlock(ctx, d.db, b, p.diff, d.world); err != nil {
 		// The world already holds the pending changes; a devnet that cannot
 		// write is broken, so say so loudly and keep the pending block.

@@ -205,7 +205,7 @@ func (f *follower) step(head uint64) (bool, error) {
 
 // headers reads the headers of blocks from..to, which are sealed.
 func (d *Devnet) headers(ctx context.Context, from, to uint64) ([]blockRow, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+blockColumns+` FROM blocks WHERE number BETWEEN ? AND ? ORDER BY number`, from, to)
+	rows, err := d.db.QueryContext(ctx, `SELECT `+headerColumns+` FROM blocks WHERE number BETWEEN ? AND ? ORDER BY number`, from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,6 @@ func (d *Devnet) headers(ctx context.Context, from, to uint64) ([]blockRow, erro
 		if err != nil {
 			return nil, err
 		}
-		b.stateDiff = "" // not part of a header
 		out = append(out, *b)
 	}
 	return out, rows.Err()

@@ -97,6 +97,12 @@ func TestStorageProofRPC(t *testing.T) {
 		} `json:"global_roots"`
 	}
 	latest := c.must("starknet_getStorageProof", params(`"latest"`))
+	tries := func() *stateTries {
+		d.proofMu.Lock()
+		defer d.proofMu.Unlock()
+		return d.proofs
+	}
+	built := tries()
 	spec.validate(t, "starknet_getStorageProof", latest)
 	p := decodeJSON[proofJSON](t, latest)
 	if len(p.Classes) == 0 || len(p.Contracts.Nodes) == 0 || len(p.Contracts.Leaves) != 2 || len(p.Storage) != 1 || len(p.Storage[0]) == 0 ||
@@ -113,11 +119,23 @@ func TestStorageProofRPC(t *testing.T) {
 	}
 	positional := `["latest",[],["` + token + `"]]`
 	spec.validate(t, "starknet_getStorageProof", c.must("rollup_getStorageProof", positional))
+	if tries() != built {
+		t.Fatal("the tries were rebuilt for the same head")
+	}
 
 	seal(t, d)
 	moved := decodeJSON[proofJSON](t, c.must("starknet_getStorageProof", params(`"latest"`)))
 	if moved.Roots.BlockHash != feltHex(&d.head.hash) || moved.Roots.BlockHash == p.Roots.BlockHash {
 		t.Fatalf("after a seal the proof is of block %s, the head is %s", moved.Roots.BlockHash, feltHex(&d.head.hash))
+	}
+	// The tries were built again once the head moved.
+	if built == nil || tries() == built || !built.block.Equal(&d.head.parent) {
+		t.Fatal("the tries were not rebuilt when the head moved")
+	}
+	again := tries()
+	c.must("starknet_getStorageProof", params(`"latest"`))
+	if tries() != again {
+		t.Fatal("the tries were rebuilt for the same head")
 	}
 
 	many := func(n int, item string) string {

@@ -46,14 +46,15 @@ func keyBits(f *Felt) int {
 	return n.BitLen()
 }
 
-// decodeStorageKey reads a STORAGE_KEY: a felt below 2^251.
+// decodeStorageKey reads a key of the state tries (a STORAGE_KEY, an
+// address or class hash to prove): a felt below 2^251.
 func decodeStorageKey(v jsontext.Value, pos int, field string) (Felt, error) {
 	k, err := decodeFelt(v, pos, field)
 	if err != nil {
 		return Felt{}, err
 	}
 	if keyBits(&k) > stateTrieHeight {
-		return Felt{}, rpcparams.Errorf(pos, field, "a storage key is below 2^251, got %s", feltHex(&k))
+		return Felt{}, rpcparams.Errorf(pos, field, "must be below 2^251, the state tries' key space, got %s", feltHex(&k))
 	}
 	return k, nil
 }

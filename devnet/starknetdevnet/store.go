@@ -301,6 +301,12 @@ func scanBlock(row interface{ Scan(...any) error }) (*blockRow, error) {
 	return &b, nil
 }
 
-// blockColumns are the blocks table's columns in scanBlock's order.
-const blockColumns = `number, hash, parent, old_root, new_root, timestamp, state_diff,
+// blockColumns are the blocks table's columns in scanBlock's order;
+// headerColumns the same without the state diff (read as ”), for
+// headers.
+const (
+	blockColumns = `number, hash, parent, old_root, new_root, timestamp, state_diff,
 	tx_count, event_count, diff_length, tx_commitment, event_commitment, receipt_commitment, diff_commitment`
+	headerColumns = `number, hash, parent, old_root, new_root, timestamp, '',
+	tx_count, event_count, diff_length, tx_commitment, event_commitment, receipt_commitment, diff_commitment`
+)

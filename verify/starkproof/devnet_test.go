@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/porticohq/portico/devnet/starknetdevnet"
@@ -59,6 +61,7 @@ type contractState struct {
 // its state rebuilt from its state updates.
 type chain struct {
 	rpc             func(method string, params any) (json.RawMessage, error)
+	close           func() // stops the devnet before the test ends
 	world           *world
 	blockHash, root felt
 }
@@ -83,9 +86,15 @@ func devnetChain(t testing.TB, blocks int) *chain {
 		t.Fatal(err)
 	}
 	tr := &http.Transport{}
-	t.Cleanup(func() { tr.CloseIdleConnections(); d.Close() })
+	stop := func() {
+		tr.CloseIdleConnections()
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(stop)
 	hc := &http.Client{Transport: tr}
-	c := &chain{rpc: func(method string, params any) (json.RawMessage, error) {
+	c := &chain{close: stop, rpc: func(method string, params any) (json.RawMessage, error) {
 		body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 		if err != nil {
 			return nil, err
@@ -249,5 +258,26 @@ func (w *world) everything() starkproof.Request {
 		req.Classes = append(req.Classes, h)
 	}
 	req.Classes = append(req.Classes, feltU(0xc1a55))
+	return req
+}
+
+// sample asks for n contracts with storage (in address order) with up to
+// slots of their slots each, n classes, and an absent contract, slot and
+// class.
+func (w *world) sample(n, slots int) starkproof.Request {
+	var req starkproof.Request
+	addrs := slices.SortedFunc(maps.Keys(w.contracts), func(a, b felt) int { return a.Cmp(&b) })
+	for _, a := range addrs {
+		cs := w.contracts[a]
+		if len(req.Contracts) == n || len(cs.storage) == 0 {
+			continue
+		}
+		keys := slices.SortedFunc(maps.Keys(cs.storage), func(a, b felt) int { return a.Cmp(&b) })
+		req.Contracts = append(req.Contracts, a)
+		req.Storage = append(req.Storage, starkproof.ContractKeys{Contract: a, Keys: append(keys[:min(slots, len(keys))], feltU(0xdead))})
+	}
+	req.Contracts = append(req.Contracts, feltU(0x5eed))
+	classes := slices.SortedFunc(maps.Keys(w.classes), func(a, b felt) int { return a.Cmp(&b) })
+	req.Classes = append(classes[:min(n, len(classes))], feltU(0xc1a55))
 	return req
 }
