@@ -333,6 +333,12 @@ func (v *starkVerifier) proven(ctx context.Context, hash common.Hash, h *starkbl
 		p, err := starkproof.Verify(res, hashFelt(hash), h.StateRoot, req)
 		return answer{p, append(jsontext.Value(nil), res...)}, err
 	})
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) && rpcErr.Code == errProofNotSupported {
+		// Nodes keep proofs for recent blocks only (a node right after a
+		// new block may keep them for that block alone).
+		return nil, nil, unverifiable("block "+feltText(hash), "the node keeps no storage proofs for it (error 42)")
+	}
 	return a.p, a.raw, err
 }
 
@@ -414,6 +420,10 @@ func (v *starkVerifier) contractAt(ctx context.Context, params jsontext.Value, n
 	}
 	return ps, addr, hash, h, nil
 }
+
+// errProofNotSupported is the spec's STORAGE_PROOF_NOT_SUPPORTED: the
+// block is older than the node keeps proofs for.
+const errProofNotSupported = 42
 
 // errContractNotFound is the spec's answer for a contract that is not
 // deployed at the block; proven, it is a verified answer.
