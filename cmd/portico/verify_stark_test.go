@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,6 +145,12 @@ func TestVerifiedMethodsStarknet(t *testing.T) {
 		if gotErr == nil || wantErr == nil || *gotErr != *wantErr || verified != "true" {
 			t.Errorf("%s of no contract: error %+v (verified %q), node's %+v", method, gotErr, verified, wantErr)
 		}
+	}
+	// An older block than the node keeps proofs for (error 42): strict
+	// refuses it, saying why.
+	_, err, _ := gatewayCall(t, s.url(t, "net"), "starknet_getNonce", []any{map[string]any{"block_number": head - 1}, chain.account})
+	if err == nil || err.Code != -32058 || !strings.Contains(err.Message, "error 42") {
+		t.Errorf("a block without proofs in strict: %+v, want -32058 naming error 42", err)
 	}
 	// Pending state has no header: strict refuses it.
 	if _, err, _ := gatewayCall(t, s.url(t, "net"), "starknet_getNonce", []any{"pre_confirmed", chain.account}); err == nil || err.Code != -32058 {
