@@ -215,24 +215,42 @@ func doChecked[T any](v *verifier, ctx context.Context, method string, params js
 	return got.get(served), served, nil
 }
 
-// account proves an account (and slots) at a trusted header.
-func (v *verifier) account(ctx context.Context, h *verify.Header, addr common.Address, slots []common.Hash) (*verify.Account, jsontext.Value, error) {
-	var b strings.Builder
-	b.WriteString(`["` + addr.Hex() + `",[`)
+// account proves an account (and slots) at a trusted header: from what
+// was proven at that block before (by a state read or a local call's
+// fetch) when it has them all, else from a node's eth_getProof, checked
+// against the header's state root. raw is the node's answer, kept only
+// when keepRaw (and then always asked of a node).
+func (v *verifier) account(ctx context.Context, h *verify.Header, addr common.Address, slots []common.Hash, keepRaw bool) (*verify.Account, jsontext.Value, error) {
+	if !keepRaw {
+		if acc, ok := v.exec.Proven(h, addr, slots); ok {
+			return acc, nil, nil
+		}
+	}
+	b := make([]byte, 0, 64+len(slots)*69+96)
+	b = append(b, `["`...)
+	b = append(b, addr.Hex()...)
+	b = append(b, `",[`...)
 	for i, s := range slots {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(`"` + s.Hex() + `"`)
+		b = append(b, '"')
+		b = append(b, s.Hex()...)
+		b = append(b, '"')
 	}
-	b.WriteString(`],{"blockHash":"` + h.Hash().Hex() + `"}]`)
+	b = append(b, `],{"blockHash":"`...)
+	b = append(b, h.Hash().Hex()...)
+	b = append(b, `"}]`...)
 	type proven struct {
 		acc *verify.Account
 		raw jsontext.Value
 	}
-	p, _, err := doChecked(v, ctx, "eth_getProof", jsontext.Value(b.String()), func(res jsontext.Value) (proven, error) {
-		acc, err := verify.VerifyProof(res, h.StateRoot(), addr, slots)
-		return proven{acc, append(jsontext.Value(nil), res...)}, err
+	p, _, err := doChecked(v, ctx, "eth_getProof", jsontext.Value(b), func(res jsontext.Value) (proven, error) {
+		acc, err := v.exec.Prove(res, h, addr, slots)
+		if err != nil || !keepRaw {
+			return proven{acc: acc}, err
+		}
+		return proven{acc, append(jsontext.Value(nil), res...)}, nil
 	})
 	return p.acc, p.raw, err
 }
@@ -276,7 +294,7 @@ func accountField(field func(*verify.Account) []byte) verifiedMethod {
 		if err != nil {
 			return nil, err
 		}
-		acc, _, err := v.account(ctx, h, addr, nil)
+		acc, _, err := v.account(ctx, h, addr, nil, false)
 		if err != nil {
 			return nil, err
 		}
@@ -297,7 +315,7 @@ func (v *verifier) getStorageAt(ctx context.Context, params jsontext.Value) (jso
 	if err != nil {
 		return nil, unverifiable("slot", err.Error())
 	}
-	acc, _, err := v.account(ctx, h, addr, []common.Hash{slot})
+	acc, _, err := v.account(ctx, h, addr, []common.Hash{slot}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -324,8 +342,10 @@ func (v *verifier) getProof(ctx context.Context, params jsontext.Value) (jsontex
 	// the answer echoes them as the client expects.
 	ask := jsontext.Value(`[` + string(ps[0]) + `,` + string(ps[1]) + `,{"blockHash":"` + h.Hash().Hex() + `"}]`)
 	raw, _, err := doChecked(v, ctx, "eth_getProof", ask, func(res jsontext.Value) (jsontext.Value, error) {
-		_, err := verify.VerifyProof(res, h.StateRoot(), addr, slots)
-		return append(jsontext.Value(nil), res...), err
+		if _, err := v.exec.Prove(res, h, addr, slots); err != nil {
+			return nil, err
+		}
+		return append(jsontext.Value(nil), res...), nil
 	})
 	return raw, err
 }
@@ -354,7 +374,7 @@ func (v *verifier) getCode(ctx context.Context, params jsontext.Value) (jsontext
 		return ch
 	}
 	early := fetch()
-	acc, _, err := v.account(ctx, h, addr, nil)
+	acc, _, err := v.account(ctx, h, addr, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -668,7 +688,7 @@ func (p proofSource) GetProof(ctx context.Context, addr common.Address, slots []
 	if !ok {
 		return nil, fmt.Errorf("no trusted header %s", block.Hex())
 	}
-	_, raw, err := p.v.account(ctx, h, addr, slots)
+	_, raw, err := p.v.account(ctx, h, addr, slots, true)
 	return raw, err
 }
 

@@ -44,8 +44,9 @@ type ExecutorOptions struct {
 	MaxRounds int
 	// CacheBlocks is how many blocks' verified state are kept; 0 means 8.
 	CacheBlocks int
-	// CacheSlots bounds the proven slots kept per block; past it a block's
-	// state is dropped and built again. 0 means 65,536.
+	// CacheSlots bounds the proven slots kept per block, for calls and
+	// (with accounts) for reads each; past it a block's state is dropped
+	// and built again. 0 means 65,536.
 	CacheSlots int
 	// Headers returns trusted ancestors for the BLOCKHASH opcode (nil when
 	// unknown). Without it, a call that reads a block hash is
@@ -440,6 +441,39 @@ func (e *Executor) fetchAccount(ctx context.Context, h *Header, a common.Address
 	}
 	e.code.Set(acc.CodeHash, code)
 	return acc, code, nil
+}
+
+// Prove checks a node's eth_getProof answer for address and slots
+// against the trusted header h's state root, as VerifyProof does, and
+// keeps what it proved with the block's verified state, so that a later
+// read of the same account and slots at h (Proven) needs no node.
+func (e *Executor) Prove(raw []byte, h *Header, address common.Address, slots []common.Hash) (*Account, error) {
+	acc, err := VerifyProof(raw, h.eth.Root, address, slots)
+	if err != nil {
+		return nil, err
+	}
+	bs := e.block(h)
+	bs.mu.Lock()
+	n := bs.remember(acc)
+	bs.mu.Unlock()
+	if n > e.opts.CacheSlots {
+		e.drop(h.hash, bs)
+	}
+	return acc, nil
+}
+
+// Proven returns the account and slots as proven at the trusted header
+// h before (by Prove, or by a call's fetch), or false when any of them
+// was not, or the block's state is no longer kept. The Account is a copy
+// the caller owns.
+func (e *Executor) Proven(h *Header, address common.Address, slots []common.Hash) (*Account, bool) {
+	e.mu.Lock()
+	bs := e.blocks[h.hash]
+	e.mu.Unlock()
+	if bs == nil {
+		return nil, false
+	}
+	return bs.proven(address, slots)
 }
 
 // haveCode reports whether code with this hash needs no fetch.

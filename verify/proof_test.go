@@ -313,3 +313,56 @@ func TestVerifyProofSpelling(t *testing.T) {
 		t.Errorf("ParseSlot(0xAb1) = %s, %v", h, err)
 	}
 }
+
+// TestExecutorProve: an answer Prove checked at a header is what Proven
+// answers later at that header, for the account and the slots proven
+// with it and nothing else; a wrong answer is refused and leaves nothing
+// behind; another header has nothing proven.
+func TestExecutorProve(t *testing.T) {
+	fc := loadFixture(t)
+	head := verify.NewHeader(fc.head().Header())
+	var c proofCase
+	for _, pc := range proofCases(t) {
+		if len(pc.slots) > 0 {
+			c = pc
+		}
+	}
+	ex := verify.NewExecutor(fc.chain, emptySource{}, verify.ExecutorOptions{})
+	if _, ok := ex.Proven(head, c.address, nil); ok {
+		t.Fatal("proven before anything was")
+	}
+	bad := edit(t, c.result, func(m map[string]any) { m["balance"] = "0x77" })
+	if _, err := ex.Prove(bad, head, c.address, c.slots); !errors.Is(err, verify.ErrMismatch) {
+		t.Fatalf("wrong balance: %v", err)
+	}
+	if _, ok := ex.Proven(head, c.address, nil); ok {
+		t.Fatal("a refused answer was kept")
+	}
+	want, err := ex.Prove([]byte(c.result), head, c.address, c.slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := ex.Proven(head, c.address, c.slots)
+	if !ok || got.Balance.Cmp(want.Balance) != 0 || got.Nonce != want.Nonce || got.CodeHash != want.CodeHash || got.StorageRoot != want.StorageRoot {
+		t.Fatalf("Proven = %+v, %v; want %+v", got, ok, want)
+	}
+	for _, s := range c.slots {
+		if g, _ := got.StorageJSON(s); string(g) != `"0x0000000000000000000000000000000000000000000000000000000000000038"` {
+			t.Fatalf("slot %s = %s", s, g)
+		}
+	}
+	got.Balance.SetUint64(1) // the caller's copy
+	if again, _ := ex.Proven(head, c.address, nil); again.Balance.Cmp(want.Balance) != 0 {
+		t.Fatal("a caller's change reached the kept account")
+	}
+	if _, ok := ex.Proven(head, c.address, []common.Hash{common.HexToHash("0x7777")}); ok {
+		t.Fatal("a slot never proven is proven")
+	}
+	if _, ok := ex.Proven(head, common.HexToAddress("0x01"), nil); ok {
+		t.Fatal("an account never proven is proven")
+	}
+	parent := verify.NewHeader(fc.blocks[len(fc.blocks)-2].Header())
+	if _, ok := ex.Proven(parent, c.address, nil); ok {
+		t.Fatal("proven at another block")
+	}
+}
