@@ -144,32 +144,31 @@ func readProof(raw []byte) (*proofAnswer, error) {
 		if err != nil {
 			return nil, err
 		}
-		what := "proof." + name
-		switch name {
+		switch string(name) {
 		case "address":
-			err = readFixed(dec, what, p.address[:])
+			err = readFixed(dec, "proof.address", p.address[:])
 		case "accountProof":
-			p.accountProof, err = readNodes(dec, what)
+			p.accountProof, err = readNodes(dec, "proof.accountProof")
 		case "balance":
-			p.balance, err = readQuantity(dec, what)
+			p.balance, err = readQuantity(dec, "proof.balance")
 		case "codeHash":
-			err = readFixed(dec, what, p.codeHash[:])
+			err = readFixed(dec, "proof.codeHash", p.codeHash[:])
 		case "nonce":
 			var n *uint256.Int
-			n, err = readQuantity(dec, what)
+			n, err = readQuantity(dec, "proof.nonce")
 			if err == nil && n != nil {
 				if !n.IsUint64() {
-					err = malformed(what, errors.New("over 64 bits"))
+					err = malformed("proof.nonce", errors.New("over 64 bits"))
 				}
 				p.nonce = n.Uint64()
 			}
 		case "storageHash":
-			err = readFixed(dec, what, p.storageHash[:])
+			err = readFixed(dec, "proof.storageHash", p.storageHash[:])
 		case "storageProof":
 			p.sawStorage = true
 			p.storageProof, err = readSlots(dec)
 		default:
-			return nil, &UnverifiableError{What: what, Reason: "no commitment covers this field"}
+			return nil, &UnverifiableError{What: "proof." + string(name), Reason: "no commitment covers this field"}
 		}
 		if err != nil {
 			return nil, err
@@ -202,7 +201,7 @@ func readSlots(dec *jsontext.Decoder) ([]slotAnswer, error) {
 			if err != nil {
 				return nil, err
 			}
-			switch name {
+			switch string(name) {
 			case "key":
 				sawKey = true
 				var s []byte
@@ -217,7 +216,7 @@ func readSlots(dec *jsontext.Decoder) ([]slotAnswer, error) {
 			case "proof":
 				sp.proof, err = readNodes(dec, what+".proof")
 			default:
-				return nil, &UnverifiableError{What: what + "." + name, Reason: "no commitment covers this field"}
+				return nil, &UnverifiableError{What: what + "." + string(name), Reason: "no commitment covers this field"}
 			}
 			if err != nil {
 				return nil, err
@@ -258,19 +257,19 @@ func closeObject(dec *jsontext.Decoder, what string) error {
 	return nil
 }
 
-// readName reads an object member's name. The decoder refuses a name
-// the object had already: two readers of the answer could each take a
-// different one.
-func readName(dec *jsontext.Decoder, what string) (string, error) {
+// readName reads an object member's name (valid until the decoder reads
+// on). The decoder refuses a name the object had already: two readers of
+// the answer could each take a different one.
+func readName(dec *jsontext.Decoder, what string) ([]byte, error) {
 	v, err := dec.ReadValue()
 	if err != nil {
-		return "", malformed(what, err)
+		return nil, malformed(what, err)
 	}
 	s, err := unquote(v)
 	if err != nil {
-		return "", malformed(what, err)
+		return nil, malformed(what, err)
 	}
-	return string(s), nil
+	return s, nil
 }
 
 // readString reads a string value; its bytes are valid until the
@@ -421,13 +420,44 @@ func proveAccount(root common.Hash, address common.Address, proof [][]byte) (*Ac
 	if val == nil {
 		return acc, nil
 	}
-	var sa types.StateAccount
-	if err := rlp.DecodeBytes(val, &sa); err != nil {
+	if err := decodeAccount(val, acc); err != nil {
 		return nil, mismatch("proof.accountProof", "an account at the leaf", err.Error())
 	}
 	acc.Exists = true
-	acc.Nonce, acc.Balance, acc.StorageRoot, acc.CodeHash = sa.Nonce, sa.Balance, sa.Root, common.BytesToHash(sa.CodeHash)
 	return acc, nil
+}
+
+// decodeAccount reads a state trie leaf, the RLP list [nonce, balance,
+// storage root, code hash], into acc: as rlp.DecodeBytes would into a
+// types.StateAccount (canonical integers, 32-byte hashes, nothing
+// after), without its reflection.
+func decodeAccount(val []byte, acc *Account) error {
+	list, rest, err := rlp.SplitList(val)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return errors.New("data after the account")
+	}
+	if acc.Nonce, list, err = rlp.SplitUint64(list); err != nil {
+		return fmt.Errorf("nonce: %w", err)
+	}
+	bal, list, err := rlp.SplitString(list)
+	if err != nil || len(bal) > 32 || (len(bal) > 0 && bal[0] == 0) {
+		return fmt.Errorf("balance: not a canonical integer of at most 256 bits")
+	}
+	acc.Balance = new(uint256.Int).SetBytes(bal)
+	for _, h := range []*common.Hash{&acc.StorageRoot, &acc.CodeHash} {
+		var b []byte
+		if b, list, err = rlp.SplitString(list); err != nil || len(b) != 32 {
+			return errors.New("want a 32-byte hash")
+		}
+		copy(h[:], b)
+	}
+	if len(list) != 0 {
+		return errors.New("more than four fields")
+	}
+	return nil
 }
 
 // proveSlot walks the storage proof of slot i from the account's
