@@ -1,10 +1,12 @@
 package network
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,16 +50,44 @@ func unverifiable(what, reason string) error {
 	return &verify.UnverifiableError{What: what, Reason: reason}
 }
 
-// splitParams decodes a positional params array.
+// splitParams decodes a positional params array (null or nothing is
+// none). The elements are params' own bytes, not copies.
 func splitParams(params jsontext.Value) ([]json.RawMessage, error) {
-	var ps []json.RawMessage
 	if len(params) == 0 {
 		return nil, nil
 	}
-	if err := json.Unmarshal(params, &ps); err != nil {
-		return nil, unverifiable("params", "not a positional array")
+	bad := unverifiable("params", "not a positional array")
+	// What encoding/json let through before, each method's own reading
+	// judges still.
+	dec := jsontext.NewDecoder(bytes.NewBuffer(params), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	tok, err := dec.ReadToken()
+	switch {
+	case err != nil:
+		return nil, bad
+	case tok.Kind() == 'n':
+	case tok.Kind() != '[':
+		return nil, bad
+	default:
+		var ps []json.RawMessage
+		for dec.PeekKind() != ']' {
+			v, err := dec.ReadValue()
+			if err != nil {
+				return nil, bad
+			}
+			ps = append(ps, json.RawMessage(v))
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, bad
+		}
+		if _, err := dec.ReadToken(); err != io.EOF {
+			return nil, bad
+		}
+		return ps, nil
 	}
-	return ps, nil
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, bad
+	}
+	return nil, nil
 }
 
 // blockRef is a block as a call names it.
@@ -257,7 +287,12 @@ func (v *verifier) account(ctx context.Context, h *verify.Header, addr common.Ad
 
 func parseAddress(raw json.RawMessage) (common.Address, error) {
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil || !common.IsHexAddress(s) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		s = string(raw[1 : len(raw)-1]) // no escapes: the string is its bytes
+	} else if err := json.Unmarshal(raw, &s); err != nil {
+		return common.Address{}, unverifiable("address", "unreadable address")
+	}
+	if !common.IsHexAddress(s) {
 		return common.Address{}, unverifiable("address", "unreadable address")
 	}
 	return common.HexToAddress(s), nil
