@@ -50,6 +50,7 @@ func BenchmarkVerify(b *testing.B) {
 		{"call_balanceOf", "eth_call", []any{map[string]any{"to": chain.token, "data": hexutil.Bytes(evmcontracts.BalanceOfCall(chain.dev))}, "latest"}, nil},
 		// The node alone, for what the verified path asks it instead.
 		{"getProof", "eth_getProof", []any{chain.dev, []any{}, "latest"}, nil},
+		{"getProof12blocks", "eth_getProof", []any{chain.dev, []any{}, nil}, last12},
 	}
 	for _, mode := range []string{"node", "off", "on"} {
 		url := chain.url
