@@ -74,3 +74,56 @@ func TestVerifyProofAccountLeaf(t *testing.T) {
 		t.Fatalf("a leaf that is not an account: %v", err)
 	}
 }
+
+// TestExecutorKeepsRecentlyUsed: with room for two blocks' state, a
+// block read from again stays while a third block's read pushes out the
+// one used least recently, not the one made first.
+func TestExecutorKeepsRecentlyUsed(t *testing.T) {
+	fc := loadFixture(t)
+	addr := common.HexToAddress("0x01")
+	var heads []*verify.Header
+	var answers [][]byte
+	for n := range 3 {
+		sa := &types.StateAccount{Nonce: uint64(n), Balance: uint256.NewInt(uint64(100 + n)), Root: types.EmptyRootHash, CodeHash: types.EmptyCodeHash.Bytes()}
+		tr := trie.NewEmpty(triedb.NewDatabase(rawdb.NewMemoryDatabase(), nil))
+		enc, _ := rlp.EncodeToBytes(sa)
+		tr.MustUpdate(crypto.Keccak256(addr[:]), enc)
+		db := memorydb.New()
+		if err := tr.Prove(crypto.Keccak256(addr[:]), db); err != nil {
+			t.Fatal(err)
+		}
+		var nodes []hexutil.Bytes
+		it := db.NewIterator(nil, nil)
+		for it.Next() {
+			nodes = append(nodes, common.CopyBytes(it.Value()))
+		}
+		it.Release()
+		out, _ := json.Marshal(map[string]any{"address": addr, "accountProof": nodes, "balance": (*hexutil.Big)(sa.Balance.ToBig()),
+			"codeHash": types.EmptyCodeHash, "nonce": hexutil.Uint64(sa.Nonce), "storageHash": types.EmptyRootHash, "storageProof": []any{}})
+		answers = append(answers, out)
+		hdr := types.CopyHeader(fc.head().Header())
+		hdr.Root = tr.Hash()
+		hdr.Number.SetUint64(uint64(1000 + n))
+		heads = append(heads, verify.NewHeader(hdr))
+	}
+	ex := verify.NewExecutor(fc.chain, emptySource{}, verify.ExecutorOptions{CacheBlocks: 2})
+	for _, n := range []int{0, 1} {
+		if _, err := ex.Prove(answers[n], heads[n], addr, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if acc, ok := ex.Proven(heads[0], addr, nil); !ok || acc.Nonce != 0 {
+		t.Fatalf("block 0: %+v %v", acc, ok)
+	}
+	if _, err := ex.Prove(answers[2], heads[2], addr, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ex.Proven(heads[1], addr, nil); ok {
+		t.Error("the block used least recently is still kept")
+	}
+	for _, n := range []int{0, 2} {
+		if acc, ok := ex.Proven(heads[n], addr, nil); !ok || acc.Nonce != uint64(n) || acc.Balance.Uint64() != uint64(100+n) {
+			t.Errorf("block %d: %+v %v", n, acc, ok)
+		}
+	}
+}
