@@ -1,10 +1,12 @@
 package network
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,16 +50,44 @@ func unverifiable(what, reason string) error {
 	return &verify.UnverifiableError{What: what, Reason: reason}
 }
 
-// splitParams decodes a positional params array.
+// splitParams decodes a positional params array (null or nothing is
+// none). The elements are params' own bytes, not copies.
 func splitParams(params jsontext.Value) ([]json.RawMessage, error) {
-	var ps []json.RawMessage
 	if len(params) == 0 {
 		return nil, nil
 	}
-	if err := json.Unmarshal(params, &ps); err != nil {
-		return nil, unverifiable("params", "not a positional array")
+	bad := unverifiable("params", "not a positional array")
+	// What encoding/json let through before, each method's own reading
+	// judges still.
+	dec := jsontext.NewDecoder(bytes.NewBuffer(params), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	tok, err := dec.ReadToken()
+	switch {
+	case err != nil:
+		return nil, bad
+	case tok.Kind() == 'n':
+	case tok.Kind() != '[':
+		return nil, bad
+	default:
+		var ps []json.RawMessage
+		for dec.PeekKind() != ']' {
+			v, err := dec.ReadValue()
+			if err != nil {
+				return nil, bad
+			}
+			ps = append(ps, json.RawMessage(v))
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, bad
+		}
+		if _, err := dec.ReadToken(); err != io.EOF {
+			return nil, bad
+		}
+		return ps, nil
 	}
-	return ps, nil
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, bad
+	}
+	return nil, nil
 }
 
 // blockRef is a block as a call names it.
@@ -165,31 +195,54 @@ func (v *verifier) trustHash(ctx context.Context, hash common.Hash) (*verify.Hea
 	return h, nil
 }
 
-// account proves an account (and slots) at a trusted header.
-func (v *verifier) account(ctx context.Context, h *verify.Header, addr common.Address, slots []common.Hash) (*verify.Account, jsontext.Value, error) {
-	var b strings.Builder
-	b.WriteString(`["` + addr.Hex() + `",[`)
+// account proves an account (and slots) at a trusted header: from what
+// was proven at that block before (by a state read or a local call's
+// fetch) when it has them all, else from a node's eth_getProof, checked
+// against the header's state root. raw is the node's answer, kept only
+// when keepRaw (and then always asked of a node).
+func (v *verifier) account(ctx context.Context, h *verify.Header, addr common.Address, slots []common.Hash, keepRaw bool) (*verify.Account, jsontext.Value, error) {
+	if !keepRaw {
+		if acc, ok := v.exec.Proven(h, addr, slots); ok {
+			return acc, nil, nil
+		}
+	}
+	b := make([]byte, 0, 64+len(slots)*69+96)
+	b = append(b, `["`...)
+	b = append(b, addr.Hex()...)
+	b = append(b, `",[`...)
 	for i, s := range slots {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(`"` + s.Hex() + `"`)
+		b = append(b, '"')
+		b = append(b, s.Hex()...)
+		b = append(b, '"')
 	}
-	b.WriteString(`],{"blockHash":"` + h.Hash().Hex() + `"}]`)
+	b = append(b, `],{"blockHash":"`...)
+	b = append(b, h.Hash().Hex()...)
+	b = append(b, `"}]`...)
 	type proven struct {
 		acc *verify.Account
 		raw jsontext.Value
 	}
-	p, _, err := doChecked(v, ctx, "eth_getProof", jsontext.Value(b.String()), func(res jsontext.Value) (proven, error) {
-		acc, err := verify.VerifyProof(res, h.StateRoot(), addr, slots)
-		return proven{acc, append(jsontext.Value(nil), res...)}, err
+	p, _, err := doChecked(v, ctx, "eth_getProof", jsontext.Value(b), func(res jsontext.Value) (proven, error) {
+		acc, err := v.exec.Prove(res, h, addr, slots)
+		if err != nil || !keepRaw {
+			return proven{acc: acc}, err
+		}
+		return proven{acc, append(jsontext.Value(nil), res...)}, nil
 	})
 	return p.acc, p.raw, err
 }
 
 func parseAddress(raw json.RawMessage) (common.Address, error) {
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil || !common.IsHexAddress(s) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		s = string(raw[1 : len(raw)-1]) // no escapes: the string is its bytes
+	} else if err := json.Unmarshal(raw, &s); err != nil {
+		return common.Address{}, unverifiable("address", "unreadable address")
+	}
+	if !common.IsHexAddress(s) {
 		return common.Address{}, unverifiable("address", "unreadable address")
 	}
 	return common.HexToAddress(s), nil
@@ -226,7 +279,7 @@ func accountField(field func(*verify.Account) []byte) verifiedMethod {
 		if err != nil {
 			return nil, err
 		}
-		acc, _, err := v.account(ctx, h, addr, nil)
+		acc, _, err := v.account(ctx, h, addr, nil, false)
 		if err != nil {
 			return nil, err
 		}
@@ -247,7 +300,7 @@ func (v *verifier) getStorageAt(ctx context.Context, params jsontext.Value) (jso
 	if err != nil {
 		return nil, unverifiable("slot", err.Error())
 	}
-	acc, _, err := v.account(ctx, h, addr, []common.Hash{slot})
+	acc, _, err := v.account(ctx, h, addr, []common.Hash{slot}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -274,8 +327,10 @@ func (v *verifier) getProof(ctx context.Context, params jsontext.Value) (jsontex
 	// the answer echoes them as the client expects.
 	ask := jsontext.Value(`[` + string(ps[0]) + `,` + string(ps[1]) + `,{"blockHash":"` + h.Hash().Hex() + `"}]`)
 	raw, _, err := doChecked(v, ctx, "eth_getProof", ask, func(res jsontext.Value) (jsontext.Value, error) {
-		_, err := verify.VerifyProof(res, h.StateRoot(), addr, slots)
-		return append(jsontext.Value(nil), res...), err
+		if _, err := v.exec.Prove(res, h, addr, slots); err != nil {
+			return nil, err
+		}
+		return append(jsontext.Value(nil), res...), nil
 	})
 	return raw, err
 }
@@ -304,7 +359,7 @@ func (v *verifier) getCode(ctx context.Context, params jsontext.Value) (jsontext
 		return ch
 	}
 	early := fetch()
-	acc, _, err := v.account(ctx, h, addr, nil)
+	acc, _, err := v.account(ctx, h, addr, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -618,7 +673,7 @@ func (p proofSource) GetProof(ctx context.Context, addr common.Address, slots []
 	if !ok {
 		return nil, fmt.Errorf("no trusted header %s", block.Hex())
 	}
-	_, raw, err := p.v.account(ctx, h, addr, slots)
+	_, raw, err := p.v.account(ctx, h, addr, slots, true)
 	return raw, err
 }
 

@@ -5,6 +5,7 @@ import (
 	stdjson "encoding/json"
 	"fmt"
 	"math/big"
+	"slices"
 	"sync"
 
 	"github.com/ethereum/go-ethereum/accounts/abi"
@@ -42,10 +43,12 @@ type ExecutorOptions struct {
 	// MaxRounds bounds how often a call is re-run after fetching state it
 	// touched that was not proven yet; 0 means 8.
 	MaxRounds int
-	// CacheBlocks is how many blocks' verified state are kept; 0 means 8.
+	// CacheBlocks is how many blocks' verified state are kept (the ones
+	// used most recently); 0 means 8.
 	CacheBlocks int
-	// CacheSlots bounds the proven slots kept per block; past it a block's
-	// state is dropped and built again. 0 means 65,536.
+	// CacheSlots bounds the proven slots kept per block, for calls and
+	// (with accounts) for reads each; past it a block's state is dropped
+	// and built again. 0 means 65,536.
 	CacheSlots int
 	// Headers returns trusted ancestors for the BLOCKHASH opcode (nil when
 	// unknown). Without it, a call that reads a block hash is
@@ -442,6 +445,42 @@ func (e *Executor) fetchAccount(ctx context.Context, h *Header, a common.Address
 	return acc, code, nil
 }
 
+// Prove checks a node's eth_getProof answer for address and slots
+// against the trusted header h's state root, as VerifyProof does, and
+// keeps what it proved with the block's verified state, so that a later
+// read of the same account and slots at h (Proven) needs no node.
+func (e *Executor) Prove(raw []byte, h *Header, address common.Address, slots []common.Hash) (*Account, error) {
+	acc, err := VerifyProof(raw, h.eth.Root, address, slots)
+	if err != nil {
+		return nil, err
+	}
+	bs := e.block(h)
+	bs.mu.Lock()
+	n := bs.remember(acc)
+	bs.mu.Unlock()
+	if n > e.opts.CacheSlots {
+		e.drop(h.hash, bs)
+	}
+	return acc, nil
+}
+
+// Proven returns the account and slots as proven at the trusted header
+// h before (by Prove, or by a call's fetch), or false when any of them
+// was not, or the block's state is no longer kept. The Account is a copy
+// the caller owns.
+func (e *Executor) Proven(h *Header, address common.Address, slots []common.Hash) (*Account, bool) {
+	e.mu.Lock()
+	bs := e.blocks[h.hash]
+	if bs != nil {
+		e.touch(h.hash)
+	}
+	e.mu.Unlock()
+	if bs == nil {
+		return nil, false
+	}
+	return bs.proven(address, slots)
+}
+
 // haveCode reports whether code with this hash needs no fetch.
 func (e *Executor) haveCode(hash common.Hash) bool {
 	if hash == types.EmptyCodeHash {
@@ -464,11 +503,14 @@ func dedupe(s []common.Hash) []common.Hash {
 }
 
 // block returns the block's verified state, making it (and evicting the
-// oldest) when new.
+// one used least recently) when new. Least recently used rather than
+// oldest: reads spread over many past blocks then do not push out the
+// head's state that calls and reads keep coming back to.
 func (e *Executor) block(h *Header) *blockState {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if bs, ok := e.blocks[h.hash]; ok {
+		e.touch(h.hash)
 		return bs
 	}
 	bs := newBlockState()
@@ -479,6 +521,13 @@ func (e *Executor) block(h *Header) *blockState {
 		e.order = e.order[1:]
 	}
 	return bs
+}
+
+// touch moves a kept block to the newest end of order; e.mu is held.
+func (e *Executor) touch(hash common.Hash) {
+	if i := slices.Index(e.order, hash); i >= 0 && i < len(e.order)-1 {
+		e.order = append(append(e.order[:i], e.order[i+1:]...), hash)
+	}
 }
 
 func (e *Executor) drop(hash common.Hash, bs *blockState) {

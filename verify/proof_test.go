@@ -218,3 +218,151 @@ func TestVerifyProofLive(t *testing.T) {
 }
 
 func fmtUint(n uint64) string { return json.Number(strconvU(n)).String() }
+
+// TestVerifyProofSpelling: the answer is read in one pass from its
+// bytes, so what encoding/json used to refuse or tolerate is spelled out
+// here. A geth answer with its members reordered, spaces added and a
+// name escaped verifies; a member twice, data after the answer, a
+// quantity with a leading zero, a hash or a node of the wrong length, a
+// member no commitment covers (also inside a slot) and a missing
+// storageProof do not, each with its kind of error.
+func TestVerifyProofSpelling(t *testing.T) {
+	fc := loadFixture(t)
+	root := fc.head().Root()
+	var c proofCase
+	for _, pc := range proofCases(t) {
+		if len(pc.slots) > 0 {
+			c = pc
+		}
+	}
+	if len(c.slots) == 0 {
+		t.Fatal("no fixture with a slot")
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(c.result), &m); err != nil {
+		t.Fatal(err)
+	}
+	// build writes the members in the order given, each as raw JSON.
+	build := func(members ...string) []byte {
+		var b strings.Builder
+		b.WriteString("{ ")
+		for i := 0; i < len(members); i += 2 {
+			if i > 0 {
+				b.WriteString(" ,\n")
+			}
+			b.WriteString(members[i] + " : " + members[i+1])
+		}
+		b.WriteString(" }")
+		return []byte(b.String())
+	}
+	q := func(s string) string { return `"` + s + `"` }
+	mem := func(name string) string { return string(m[name]) }
+	all := []string{
+		q("storageProof"), mem("storageProof"), q("nonce"), mem("nonce"), q("codeHash"), mem("codeHash"),
+		q(`\u0062alance`), mem("balance"), q("address"), mem("address"), q("storageHash"), mem("storageHash"),
+		q("accountProof"), mem("accountProof"),
+	}
+	if _, err := verify.VerifyProof(build(all...), root, c.address, c.slots); err != nil {
+		t.Fatalf("reordered, spaced, escaped: %v", err)
+	}
+	with := func(name, value string) []byte {
+		out := append([]string(nil), all...)
+		for i := 0; i < len(out); i += 2 {
+			if out[i] == q(name) || (name == "balance" && out[i] == q(`\u0062alance`)) {
+				out[i+1] = value
+			}
+		}
+		return build(out...)
+	}
+	var balance string
+	json.Unmarshal(m["balance"], &balance)
+	var slotList []map[string]json.RawMessage
+	json.Unmarshal(m["storageProof"], &slotList)
+	slotExtra, _ := json.Marshal([]map[string]any{{"key": slotList[0]["key"], "value": slotList[0]["value"], "proof": slotList[0]["proof"], "extra": "0x1"}})
+	var nodes []string
+	json.Unmarshal(m["accountProof"], &nodes)
+	oddNode, _ := json.Marshal(append([]string{nodes[0] + "0"}, nodes[1:]...))
+	cases := []struct {
+		name string
+		raw  []byte
+		want error
+	}{
+		{"member twice", build(append(all, q("nonce"), mem("nonce"))...), verify.ErrMalformed},
+		{"data after", append(build(all...), []byte(" {}")...), verify.ErrMalformed},
+		{"leading zero", with("balance", q("0x0"+balance[2:])), verify.ErrMalformed},
+		{"short hash", with("codeHash", mem("codeHash")[:len(mem("codeHash"))-3]+`"`), verify.ErrMalformed},
+		{"odd node", with("accountProof", string(oddNode)), verify.ErrMalformed},
+		{"null balance", with("balance", "null"), verify.ErrMismatch},
+		{"other balance", with("balance", q(balance+"0")), verify.ErrMismatch},
+		{"extra member", build(append(all, q("extra"), q("0x1"))...), verify.ErrUnverifiable},
+		{"extra slot member", with("storageProof", string(slotExtra)), verify.ErrUnverifiable},
+		{"no storageProof", build(all[2:]...), verify.ErrMalformed},
+		{"not an object", []byte(`[]`), verify.ErrMalformed},
+	}
+	for _, tc := range cases {
+		if _, err := verify.VerifyProof(tc.raw, root, c.address, c.slots); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	for _, s := range []string{"0x-1", "0x+1", "0x", "1", "0x" + strings.Repeat("1", 65), "0xg"} {
+		if _, err := verify.ParseSlot(s); err == nil {
+			t.Errorf("ParseSlot(%q) passed", s)
+		}
+	}
+	if h, err := verify.ParseSlot("0xAb1"); err != nil || h != common.HexToHash("0xab1") {
+		t.Errorf("ParseSlot(0xAb1) = %s, %v", h, err)
+	}
+}
+
+// TestExecutorProve: an answer Prove checked at a header is what Proven
+// answers later at that header, for the account and the slots proven
+// with it and nothing else; a wrong answer is refused and leaves nothing
+// behind; another header has nothing proven.
+func TestExecutorProve(t *testing.T) {
+	fc := loadFixture(t)
+	head := verify.NewHeader(fc.head().Header())
+	var c proofCase
+	for _, pc := range proofCases(t) {
+		if len(pc.slots) > 0 {
+			c = pc
+		}
+	}
+	ex := verify.NewExecutor(fc.chain, emptySource{}, verify.ExecutorOptions{})
+	if _, ok := ex.Proven(head, c.address, nil); ok {
+		t.Fatal("proven before anything was")
+	}
+	bad := edit(t, c.result, func(m map[string]any) { m["balance"] = "0x77" })
+	if _, err := ex.Prove(bad, head, c.address, c.slots); !errors.Is(err, verify.ErrMismatch) {
+		t.Fatalf("wrong balance: %v", err)
+	}
+	if _, ok := ex.Proven(head, c.address, nil); ok {
+		t.Fatal("a refused answer was kept")
+	}
+	want, err := ex.Prove([]byte(c.result), head, c.address, c.slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := ex.Proven(head, c.address, c.slots)
+	if !ok || got.Balance.Cmp(want.Balance) != 0 || got.Nonce != want.Nonce || got.CodeHash != want.CodeHash || got.StorageRoot != want.StorageRoot {
+		t.Fatalf("Proven = %+v, %v; want %+v", got, ok, want)
+	}
+	for _, s := range c.slots {
+		if g, _ := got.StorageJSON(s); string(g) != `"0x0000000000000000000000000000000000000000000000000000000000000038"` {
+			t.Fatalf("slot %s = %s", s, g)
+		}
+	}
+	got.Balance.SetUint64(1) // the caller's copy
+	if again, _ := ex.Proven(head, c.address, nil); again.Balance.Cmp(want.Balance) != 0 {
+		t.Fatal("a caller's change reached the kept account")
+	}
+	if _, ok := ex.Proven(head, c.address, []common.Hash{common.HexToHash("0x7777")}); ok {
+		t.Fatal("a slot never proven is proven")
+	}
+	if _, ok := ex.Proven(head, common.HexToAddress("0x01"), nil); ok {
+		t.Fatal("an account never proven is proven")
+	}
+	parent := verify.NewHeader(fc.blocks[len(fc.blocks)-2].Header())
+	if _, ok := ex.Proven(parent, c.address, nil); ok {
+		t.Fatal("proven at another block")
+	}
+}

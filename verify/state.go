@@ -26,6 +26,12 @@ type blockState struct {
 	accounts map[common.Address]bool
 	slots    map[common.Address]map[common.Hash]bool
 	nslots   int
+	// reads are the accounts proven at the block with the slots proven
+	// with them, whether a call fetched them or a state read
+	// (Executor.Prove) did: what a later read of the same account at the
+	// block is answered from. nreads counts accounts and slots in it.
+	reads  map[common.Address]*Account
+	nreads int
 }
 
 func newBlockState() *blockState {
@@ -35,7 +41,49 @@ func newBlockState() *blockState {
 		root:     types.EmptyRootHash,
 		accounts: make(map[common.Address]bool),
 		slots:    make(map[common.Address]map[common.Hash]bool),
+		reads:    make(map[common.Address]*Account),
 	}
+}
+
+// remember merges a proven account and its proven slots into reads and
+// returns how many accounts and slots reads holds now; b.mu is held.
+func (b *blockState) remember(acc *Account) int {
+	r := b.reads[acc.Address]
+	if r == nil {
+		r = &Account{Address: acc.Address, Exists: acc.Exists, Nonce: acc.Nonce, Balance: new(uint256.Int).Set(acc.Balance),
+			StorageRoot: acc.StorageRoot, CodeHash: acc.CodeHash, Storage: make(map[common.Hash]common.Hash, len(acc.Storage))}
+		b.reads[acc.Address] = r
+		b.nreads++
+	}
+	for s, v := range acc.Storage {
+		if _, ok := r.Storage[s]; !ok {
+			r.Storage[s] = v
+			b.nreads++
+		}
+	}
+	return b.nreads
+}
+
+// proven returns a copy of the account with the slots asked for, if it
+// and every one of them were proven at the block.
+func (b *blockState) proven(addr common.Address, slots []common.Hash) (*Account, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.reads[addr]
+	if r == nil {
+		return nil, false
+	}
+	out := *r
+	out.Balance = new(uint256.Int).Set(r.Balance)
+	out.Storage = make(map[common.Hash]common.Hash, len(slots))
+	for _, s := range slots {
+		v, ok := r.Storage[s]
+		if !ok {
+			return nil, false
+		}
+		out.Storage[s] = v
+	}
+	return &out, true
 }
 
 // has reports whether the account, and each slot, is proven already.
@@ -67,6 +115,7 @@ func (b *blockState) add(accs []*Account, code map[common.Hash][]byte) (int, err
 		return 0, err
 	}
 	for _, a := range accs {
+		b.remember(a)
 		if !b.accounts[a.Address] {
 			b.accounts[a.Address] = true
 			if a.Exists {

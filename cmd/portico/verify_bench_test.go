@@ -18,29 +18,40 @@ import (
 
 // BenchmarkVerify: one honest node (anvil), portico in front with
 // verify off and on, the answer cache off in both so that every call
-// reaches the node (or, for a verified eth_call, the block's proven
-// state): calls one at a time, with calls per second and the p50 and p99
-// latency of each call. docs/benchmarks.md, issue 27.
+// reaches the node (or, for a verified call or state read, the block's
+// proven state): calls one at a time, with calls per second and the p50
+// and p99 latency of each call. The rows named "...12blocks" read the
+// same account or slot at each of the last 12 blocks in turn, by number:
+// more blocks than the verifier keeps proven state for (8), so every
+// verified read asks the node for a proof and checks it, the cost of a
+// read not made at that block before. docs/benchmarks.md, issue 27.
 func BenchmarkVerify(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	chain := startVerifyChainB(b, ctx)
-	calls := []struct {
+	type benchCall struct {
 		name   string
 		method string
 		params []any
-	}{
-		{"getBalance", "eth_getBalance", []any{chain.dev, "latest"}},
-		{"getStorageAt", "eth_getStorageAt", []any{chain.token, evmcontracts.BalanceSlot(chain.dev), "latest"}},
-		{"getLogs10", "eth_getLogs", []any{map[string]any{"fromBlock": hexutil.Uint64(chain.logsFrom), "toBlock": hexutil.Uint64(chain.logsFrom + 9), "address": chain.emt}}},
-		{"call_balanceOf", "eth_call", []any{map[string]any{"to": chain.token, "data": hexutil.Bytes(evmcontracts.BalanceOfCall(chain.dev))}, "latest"}},
+		// blocks, when set, are put in turn as the last param, call by
+		// call.
+		blocks []any
 	}
-	// The node alone, for what the verified path asks it instead.
-	calls = append(calls, struct {
-		name   string
-		method string
-		params []any
-	}{"getProof", "eth_getProof", []any{chain.dev, []any{}, "latest"}})
+	last12 := make([]any, 12)
+	for i := range last12 {
+		last12[i] = hexutil.Uint64(chain.logsFrom + 9 - uint64(i))
+	}
+	calls := []benchCall{
+		{"getBalance", "eth_getBalance", []any{chain.dev, "latest"}, nil},
+		{"getStorageAt", "eth_getStorageAt", []any{chain.token, evmcontracts.BalanceSlot(chain.dev), "latest"}, nil},
+		{"getBalance12blocks", "eth_getBalance", []any{chain.dev, nil}, last12},
+		{"getStorageAt12blocks", "eth_getStorageAt", []any{chain.token, evmcontracts.BalanceSlot(chain.dev), nil}, last12},
+		{"getLogs10", "eth_getLogs", []any{map[string]any{"fromBlock": hexutil.Uint64(chain.logsFrom), "toBlock": hexutil.Uint64(chain.logsFrom + 9), "address": chain.emt}}, nil},
+		{"call_balanceOf", "eth_call", []any{map[string]any{"to": chain.token, "data": hexutil.Bytes(evmcontracts.BalanceOfCall(chain.dev))}, "latest"}, nil},
+		// The node alone, for what the verified path asks it instead.
+		{"getProof", "eth_getProof", []any{chain.dev, []any{}, "latest"}, nil},
+		{"getProof12blocks", "eth_getProof", []any{chain.dev, []any{}, nil}, last12},
+	}
 	for _, mode := range []string{"node", "off", "on"} {
 		url := chain.url
 		if mode != "node" {
@@ -50,8 +61,23 @@ func BenchmarkVerify(b *testing.B) {
 		}
 		client := &http.Client{}
 		for _, c := range calls {
-			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": c.method, "params": c.params})
+			blocks := c.blocks
+			if blocks == nil {
+				blocks = []any{nil} // the params as they are
+			}
+			var bodies [][]byte
+			for _, blk := range blocks {
+				params := slices.Clone(c.params)
+				if blk != nil {
+					params[len(params)-1] = blk
+				}
+				body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": c.method, "params": params})
+				bodies = append(bodies, body)
+			}
+			n := 0
 			call := func() time.Duration {
+				body := bodies[n%len(bodies)]
+				n++
 				start := time.Now()
 				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
 				if err != nil {
@@ -72,7 +98,9 @@ func BenchmarkVerify(b *testing.B) {
 				name = c.name + "/anvil-direct"
 			}
 			b.Run(name, func(b *testing.B) {
-				call() // warm: connections, trusted header, the block's state
+				for range bodies {
+					call() // warm: connections, trusted headers, the block's state
+				}
 				lat := make([]time.Duration, 0, b.N)
 				b.ResetTimer()
 				began := time.Now()
