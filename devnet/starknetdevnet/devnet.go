@@ -85,10 +85,16 @@ type Devnet struct {
 	pending *pendingBlock
 	round   int // traffic rounds run in the pending block
 
-	proofMu sync.Mutex  // guards proofs; taken under mu held for reading
-	proofs  *stateTries // the head's tries for storage proofs, built on the first request
-	started bool
-	closed  bool
+	// proofMu guards proofs and proofsAsked; taken under mu held for
+	// reading, or inside a seal.
+	proofMu sync.Mutex
+	// proofs are the tries of the last sealed blocks that can be proven,
+	// oldest first, at most proofWindow: the head's is built on the first
+	// request, and once one was asked, each seal builds its block's.
+	proofs      []*stateTries
+	proofsAsked bool
+	started     bool
+	closed      bool
 
 	ln     net.Listener
 	srv    *http.Server
@@ -342,6 +348,7 @@ func (d *Devnet) sealLocked(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("starknetdevnet: seal block %d: %w", b.number, err)
 	}
 	d.head = &b.blockRow
+	d.sealedTries(d.head)
 	d.openPending()
 	d.subs.included(b.number, b.txs)
 	d.subs.advanced(b.number, d.l1Head())

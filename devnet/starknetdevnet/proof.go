@@ -3,48 +3,63 @@ package starknetdevnet
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico/rpcparams"
 )
 
-// starknet_getStorageProof, spec 0.8.1: proofs in the latest sealed
-// block's tries. The tries are built with their inner nodes from the
+// starknet_getStorageProof, spec 0.8.1: proofs in a recent sealed block's
+// tries. The head's tries are built with their inner nodes from the
 // stored state (the latest sealed block's, not the pending one) on the
-// first request after the head moves, and kept until it moves again.
+// first request; from then on each seal builds its block's tries from the
+// state it seals, and the last proofWindow blocks' are kept, as a real
+// node keeps proofs for recent blocks: a client (a gateway) that names
+// the block before the one just sealed is still answered.
 
 // Bounds of a storage proof request: the answer grows with the keys, a
 // path at most 251 nodes each.
 const (
 	maxProofItems = 64   // class hashes, contract addresses, storage-key entries, each
 	maxProofKeys  = 1024 // storage keys in all
+	proofWindow   = 8    // sealed blocks whose tries are kept
 )
 
 // ErrStorageProofNotSupported is STORAGE_PROOF_NOT_SUPPORTED: the devnet
-// proves the latest sealed block only.
+// proves the last proofWindow sealed blocks, from the first one asked.
 var ErrStorageProofNotSupported = &SpecError{Code: 42, Message: "the node doesn't support storage proofs for blocks that are too far in the past"}
 
 // stateTries are a sealed block's state tries with their inner nodes.
 type stateTries struct {
+	number                     uint64
 	block                      Felt // the block's hash
 	contractsRoot, classesRoot Felt
-	contracts                  map[[32]byte]*contract
+	contracts                  map[[32]byte]leafData
 	storageRoots               map[[32]byte]Felt
 	contractNodes, classNodes  trieNodes
 	storageNodes               trieNodes // every contract's storage trie
 }
 
-// buildStateTries builds the tries of a state with their nodes.
-func buildStateTries(w *worldState, block Felt) *stateTries {
+// leafData is what a contract's leaf is made of besides its storage root.
+type leafData struct {
+	nonce     uint64
+	classHash Felt
+}
+
+// buildStateTries builds the tries of a state with their nodes; they keep
+// nothing of w, which goes on changing.
+func buildStateTries(w *worldState, number uint64, block Felt) *stateTries {
 	t := &stateTries{
-		block: block, contracts: w.contracts, storageRoots: make(map[[32]byte]Felt, len(w.contracts)),
+		number: number, block: block, contracts: make(map[[32]byte]leafData, len(w.contracts)),
+		storageRoots:  make(map[[32]byte]Felt, len(w.contracts)),
 		contractNodes: trieNodes{}, classNodes: trieNodes{}, storageNodes: trieNodes{},
 	}
 	leaves := make([]trieLeaf, 0, len(w.contracts))
 	for a, c := range w.contracts {
 		root := storageRoot(c, t.storageNodes)
 		t.storageRoots[a] = root
+		t.contracts[a] = leafData{nonce: c.nonce, classHash: c.classHash}
 		leaves = append(leaves, trieLeaf{key: a, value: contractLeaf(c, root)})
 	}
 	t.contractsRoot = patriciaRoot(leaves, stateTrieHeight, pedersen, t.contractNodes)
@@ -52,25 +67,53 @@ func buildStateTries(w *worldState, block Felt) *stateTries {
 	return t
 }
 
-// provenState returns the head's tries, building them on first use. The
+// provenState returns the tries of sealed block number, kept or, for the
+// head, built now from the stored state; nil when they are not kept. The
 // caller holds mu for reading, so the head does not move meanwhile.
-func (d *Devnet) provenState(ctx context.Context) (*stateTries, error) {
+func (d *Devnet) provenState(ctx context.Context, number uint64) (*stateTries, error) {
 	d.proofMu.Lock()
 	defer d.proofMu.Unlock()
-	if t := d.proofs; t != nil && t.block.Equal(&d.head.hash) {
-		return t, nil
+	d.proofsAsked = true
+	for _, t := range d.proofs {
+		if t.number == number && (number != d.head.number || t.block.Equal(&d.head.hash)) {
+			return t, nil
+		}
 	}
-	d.proofs = nil // the old head's tries go before the new ones are built
+	if number != d.head.number {
+		return nil, nil
+	}
 	w, err := loadState(ctx, d.db)
 	if err != nil {
 		return nil, err
 	}
-	t := buildStateTries(w, d.head.hash)
+	t := buildStateTries(w, d.head.number, d.head.hash)
 	if root := stateRoot(t.contractsRoot, t.classesRoot); !root.Equal(&d.head.newRoot) {
 		return nil, fmt.Errorf("starknetdevnet: the stored state's root %s is not block %d's %s", feltHex(&root), d.head.number, feltHex(&d.head.newRoot))
 	}
-	d.proofs = t
+	d.keepTries(t)
 	return t, nil
+}
+
+// keepTries adds a block's tries to the window; the caller holds proofMu.
+func (d *Devnet) keepTries(t *stateTries) {
+	// A reorg can seal a number again: its old tries go.
+	d.proofs = slices.DeleteFunc(d.proofs, func(old *stateTries) bool { return old.number >= t.number })
+	d.proofs = append(d.proofs, t)
+	if len(d.proofs) > proofWindow {
+		d.proofs = slices.Delete(d.proofs, 0, len(d.proofs)-proofWindow)
+	}
+}
+
+// sealedTries builds the tries of the block just sealed from the world
+// (which is its state until the next change), once proofs were asked for;
+// the caller holds mu for writing.
+func (d *Devnet) sealedTries(b *blockRow) {
+	d.proofMu.Lock()
+	defer d.proofMu.Unlock()
+	if !d.proofsAsked {
+		return
+	}
+	d.keepTries(buildStateTries(d.world, b.number, b.hash))
 }
 
 // storageKeys are one contracts_storage_keys entry.
@@ -152,21 +195,24 @@ func decodeContractsStorageKeys(v jsontext.Value, pos int) ([]storageKeys, error
 	return out, nil
 }
 
-// provable checks that a block_id names the latest sealed block.
-func (d *Devnet) provable(ctx context.Context, ref *blockRef, pos int) error {
+// provable returns the tries of the sealed block a block_id names, if
+// they are kept.
+func (d *Devnet) provable(ctx context.Context, ref *blockRef, pos int) (*stateTries, error) {
 	if ref.tag == "pending" || ref.tag == "pre_confirmed" {
-		return rpcparams.Errorf(pos, "block_id", "a storage proof is of a sealed block, not %s; the devnet proves the latest (%d)", ref.tag, d.head.number)
+		return nil, rpcparams.Errorf(pos, "block_id", "a storage proof is of a sealed block, not %s; the devnet proves the latest (%d)", ref.tag, d.head.number)
 	}
 	n, err := d.resolve(ctx, ref)
 	switch {
 	case err != nil:
-		return err
+		return nil, err
 	case n < 0 || uint64(n) > d.head.number:
-		return ErrBlockNotFound
-	case uint64(n) != d.head.number:
-		return ErrStorageProofNotSupported
+		return nil, ErrBlockNotFound
 	}
-	return nil
+	t, err := d.provenState(ctx, uint64(n))
+	if err == nil && t == nil {
+		err = ErrStorageProofNotSupported
+	}
+	return t, err
 }
 
 func (d *Devnet) rpcGetStorageProof(ctx context.Context, params jsontext.Value) ([]byte, error) {
@@ -190,10 +236,7 @@ func (d *Devnet) rpcGetStorageProof(ctx context.Context, params jsontext.Value) 
 	if err != nil {
 		return nil, err
 	}
-	if err := d.provable(ctx, ref, pos(0)); err != nil {
-		return nil, err
-	}
-	t, err := d.provenState(ctx)
+	t, err := d.provable(ctx, ref, pos(0))
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +266,7 @@ func (t *stateTries) appendProof(out []byte, classes, contracts [][32]byte, stor
 			out = append(out, ',')
 		}
 		var nonce, class, root Felt // zeros: no contract at the address
-		if c := t.contracts[a]; c != nil {
+		if c, ok := t.contracts[a]; ok {
 			nonce, class, root = feltU64(c.nonce), c.classHash, t.storageRoots[a]
 		}
 		out = append(out, `{"nonce":`...)

@@ -70,9 +70,10 @@ func TestProveShapes(t *testing.T) {
 
 // TestStorageProofRPC: the answer's shape is the spec's, the same for
 // latest, the head's number and its hash, of the sealed state whatever
-// the pending block holds, and of the new head once it moves; older
-// blocks are 42, pending ones and oversized requests -32602 naming the
-// field.
+// the pending block holds, and of the new head once it moves, while the
+// old head's proof stays the same; blocks before the first one asked and
+// beyond the window are 42, pending ones and oversized requests -32602
+// naming the field.
 func TestStorageProofRPC(t *testing.T) {
 	spec := loadSpec(t)
 	d, c := startDevnet(t, Config{})
@@ -97,10 +98,15 @@ func TestStorageProofRPC(t *testing.T) {
 		} `json:"global_roots"`
 	}
 	latest := c.must("starknet_getStorageProof", params(`"latest"`))
-	tries := func() *stateTries {
+	tries := func() *stateTries { // the head's
 		d.proofMu.Lock()
 		defer d.proofMu.Unlock()
-		return d.proofs
+		for _, t := range d.proofs {
+			if t.block.Equal(&d.head.hash) {
+				return t
+			}
+		}
+		return nil
 	}
 	built := tries()
 	spec.validate(t, "starknet_getStorageProof", latest)
@@ -128,14 +134,32 @@ func TestStorageProofRPC(t *testing.T) {
 	if moved.Roots.BlockHash != feltHex(&d.head.hash) || moved.Roots.BlockHash == p.Roots.BlockHash {
 		t.Fatalf("after a seal the proof is of block %s, the head is %s", moved.Roots.BlockHash, feltHex(&d.head.hash))
 	}
-	// The tries were built again once the head moved.
+	// The seal built the new head's tries; the old head is still proven,
+	// as before.
 	if built == nil || tries() == built || !built.block.Equal(&d.head.parent) {
-		t.Fatal("the tries were not rebuilt when the head moved")
+		t.Fatal("the tries were not built when the head moved")
 	}
 	again := tries()
 	c.must("starknet_getStorageProof", params(`"latest"`))
 	if tries() != again {
 		t.Fatal("the tries were rebuilt for the same head")
+	}
+	if old := c.must("starknet_getStorageProof", params(`{"block_number":3}`)); string(old) != string(latest) {
+		t.Fatalf("the old head's proof changed after a seal:\n%s\nwant\n%s", old, latest)
+	}
+	for range proofWindow {
+		seal(t, d)
+	}
+	// l1_accepted names a block four behind the head: in the window.
+	if _, err := c.call("starknet_getStorageProof", params(`"l1_accepted"`)); err != nil {
+		t.Fatalf("l1_accepted: %v", err)
+	}
+	oldest := d.head.number - proofWindow + 1
+	if _, err := c.call("starknet_getStorageProof", params(`{"block_number":`+strconv.FormatUint(oldest, 10)+`}`)); err != nil {
+		t.Fatalf("block %d, the oldest in the window: %v", oldest, err)
+	}
+	if _, err := c.call("starknet_getStorageProof", params(`{"block_number":`+strconv.FormatUint(oldest-1, 10)+`}`)); err == nil || err.Code != 42 {
+		t.Fatalf("block %d, out of the window: %v, want 42", oldest-1, err)
 	}
 
 	many := func(n int, item string) string {
@@ -152,7 +176,6 @@ func TestStorageProofRPC(t *testing.T) {
 		field  string
 	}{
 		{params(`{"block_number":1}`), 42, ""},
-		{params(`"l1_accepted"`), 42, ""}, // block 0, four behind the head
 		{params(`{"block_number":99}`), 24, ""},
 		{params(`{"block_hash":"0x123"}`), 24, ""},
 		{params(`"pending"`), -32602, "block_id"},
