@@ -53,8 +53,9 @@ func connServerWith(t *testing.T, limits func() jsonrpc.ConnLimits, setup func(*
 
 // TestConnPausesForUnreadAnswers: a client that sends calls and does not
 // read the answers is no longer read once PauseQueueBytes of answers wait
-// for it, and a message's in-flight slot is held until its answer is
-// written, so what the connection holds stays bounded however many calls
+// for it (or, when the answers are slower than the reads, once every
+// in-flight slot is taken: a message's slot is held until its answer is
+// written), so what the connection holds stays bounded however many calls
 // the client sends; once it reads, every answer arrives.
 func TestConnPausesForUnreadAnswers(t *testing.T) {
 	const (

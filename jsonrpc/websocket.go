@@ -161,7 +161,7 @@ type Conn struct {
 	finish     *closeFrame   // close once what is queued is written
 	slots      chan struct{} // a message's in-flight slot, until its answer is written
 	room       chan struct{} // the writer made room below PauseQueueBytes
-	onPause    func()        // tests: called when reading pauses
+	onPause    func()        // tests: called when reading pauses (queue at PauseQueueBytes, or every in-flight slot taken)
 
 	// writing says a writer goroutine is draining the queue; there is
 	// one only while there is something to write, so an idle connection
@@ -288,7 +288,17 @@ func (c *Conn) Serve(ctx context.Context, answer func(ctx context.Context, body 
 			c.refuseMessage(ctx, &portico.LimitError{Limit: portico.LimitWSMessage, Max: msgMax})
 			break
 		}
-		c.slots <- struct{}{}
+		select {
+		case c.slots <- struct{}{}:
+		default:
+			// Every in-flight slot is taken (their answers wait for a
+			// client that does not read): reading stops until one is
+			// written, as it does at PauseQueueBytes.
+			if c.onPause != nil {
+				c.onPause()
+			}
+			c.slots <- struct{}{}
+		}
 		go func() {
 			hooks := &answerHooks{}
 			out := answer(context.WithValue(ctx, hooksKey{}, hooks), body)
