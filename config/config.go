@@ -91,6 +91,40 @@ type Key struct {
 	DailyCredits int64 `yaml:"daily_credits"`
 	// RatePerSecond bounds credits per second; 0 means no bound.
 	RatePerSecond int64 `yaml:"rate_per_second"`
+
+	// The key's allowlists and own rules (docs/keys.md), written to the
+	// store at start and at each reload. A setting the file leaves out is
+	// left as the store has it (set through the admin API, the CLI or the
+	// dashboard); an empty list removes a restriction. A secret is not
+	// set here: it is made by the store and shown once.
+	AllowMethods      *[]string          `yaml:"allow_methods"`
+	AllowNetworks     *[]string          `yaml:"allow_networks"`
+	AllowOrigins      *[]string          `yaml:"allow_origins"`
+	AllowAddresses    *[]string          `yaml:"allow_addresses"`
+	AllowUserAgents   *[]string          `yaml:"allow_user_agents"`
+	MaxConcurrent     *int               `yaml:"max_concurrent"`
+	RequestsPerSecond *int               `yaml:"requests_per_second"`
+	JWTKeys           *[]JWTKey          `yaml:"jwt_keys"`
+	JWTAudience       *string            `yaml:"jwt_audience"`
+	JWTMaxLifetime    *time.Duration     `yaml:"jwt_max_lifetime"`
+	Logs              *portico.LogLimits `yaml:"logs"`
+}
+
+// JWTKey is a public key a key's JWTs may be signed with.
+type JWTKey struct {
+	// Name is the key id a token's kid header names.
+	Name string `yaml:"name"`
+	// PEM is the public key (RSA or EC P-256), PEM-encoded.
+	PEM string `yaml:"pem"`
+}
+
+// APIKeys is the list as package apikey takes it.
+func APIKeys(l []JWTKey) []apikey.JWTKey {
+	out := make([]apikey.JWTKey, len(l))
+	for i, k := range l {
+		out[i] = apikey.JWTKey{Name: k.Name, PEM: k.PEM}
+	}
+	return out
 }
 
 // Store configures the key and usage store.
@@ -428,6 +462,9 @@ func (c *Config) Validate() error {
 		case k.RatePerSecond < 0:
 			return fmt.Errorf("config: %s.rate_per_second: must not be negative", field)
 		}
+		if err := checkKeyRules(field, &k); err != nil {
+			return err
+		}
 	}
 	if c.Store.KeyCacheTTL <= 0 {
 		return errors.New("config: store.key_cache_ttl: must be positive")
@@ -677,6 +714,43 @@ func checkLogs(field string, l portico.LogSettings) error {
 		return fmt.Errorf("config: %s.cost_blocks: must be at least 1 with cost: range", field)
 	case l.CostPerLog < 0:
 		return fmt.Errorf("config: %s.cost_per_log: must not be negative", field)
+	}
+	return nil
+}
+
+// checkKeyRules checks a config key's own rules as the store will.
+func checkKeyRules(field string, k *Key) error {
+	if k.MaxConcurrent != nil && *k.MaxConcurrent < 0 {
+		return fmt.Errorf("config: %s.max_concurrent: must not be negative", field)
+	}
+	if k.RequestsPerSecond != nil && *k.RequestsPerSecond < 0 {
+		return fmt.Errorf("config: %s.requests_per_second: must not be negative", field)
+	}
+	if k.AllowAddresses != nil {
+		for j, a := range *k.AllowAddresses {
+			if !apikey.ValidAddress(a) {
+				return fmt.Errorf("config: %s.allow_addresses[%d]: want a 0x address of 20 bytes, got %q", field, j, a)
+			}
+		}
+	}
+	if k.JWTMaxLifetime != nil && (*k.JWTMaxLifetime < 0 || *k.JWTMaxLifetime > 24*time.Hour) {
+		return fmt.Errorf("config: %s.jwt_max_lifetime: must be 0 (the default, 1h) to 24h", field)
+	}
+	if k.JWTKeys != nil && len(*k.JWTKeys) > 0 {
+		var life time.Duration
+		var aud string
+		if k.JWTMaxLifetime != nil {
+			life = *k.JWTMaxLifetime
+		}
+		if k.JWTAudience != nil {
+			aud = *k.JWTAudience
+		}
+		if _, err := apikey.NewJWT(APIKeys(*k.JWTKeys), life, aud); err != nil {
+			return fmt.Errorf("config: %s.jwt_keys: %v", field, err)
+		}
+	}
+	if l := k.Logs; l != nil && (l.MaxAddresses < 0 || l.MaxTopics < 0 || l.MaxLogs < 0) {
+		return fmt.Errorf("config: %s.logs: bounds must not be negative", field)
 	}
 	return nil
 }

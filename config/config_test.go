@@ -91,6 +91,12 @@ func TestErrors(t *testing.T) {
 		{"logs parallel", "networks: [{name: a, family: evm, logs: {parallel: 0}}]", "config: networks[0].logs.parallel: must be at least 1"},
 		{"negative logs", "networks: [{name: a, family: evm, logs: {max_logs: -1}}]", "config: networks[0].logs: max_addresses, max_topics and max_logs must not be negative"},
 
+		{"key max_concurrent", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef, max_concurrent: -1}]", "config: keys[0].max_concurrent: must not be negative"},
+		{"key address", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef, allow_addresses: ['0x12']}]", `config: keys[0].allow_addresses[0]: want a 0x address of 20 bytes, got "0x12"`},
+		{"key jwt pem", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef, jwt_keys: [{name: k1, pem: nope}]}]", "config: keys[0].jwt_keys:"},
+		{"key jwt lifetime", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef, jwt_max_lifetime: 48h}]", "config: keys[0].jwt_max_lifetime: must be 0 (the default, 1h) to 24h"},
+		{"key logs", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef, logs: {max_logs: -1}}]", "config: keys[0].logs: bounds must not be negative"},
+		{"key unknown rule", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef, max_concurrency: 3}]", "field max_concurrency not found"},
 		{"verify spelling", "networks: [{name: a, family: evm, verify: yes}]", `config: networks[0].verify: want off, on or strict, got "yes"`},
 		{"verify slot chain", "networks: [{name: a, family: solana, verify: on}]", "config: networks[0].verify: the slot chain's answers cannot be verified"},
 		{"verify rollup checkpoint", "networks: [{name: a, family: starknet, verify: strict, verify_checkpoint: '0xzz'}]", "config: networks[0].verify_checkpoint: want a block hash, 0x and 1 to 64 hex digits"},

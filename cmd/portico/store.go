@@ -60,10 +60,29 @@ func importKeys(ctx context.Context, cfg *config.Config, s *store.Store) (string
 			if _, err := s.Import(ctx, k.Name, h, daily, k.RatePerSecond); err != nil {
 				return "", fmt.Errorf("keys[%d]: %w", i, err)
 			}
+			if p := keyPatch(&k); p != (store.Patch{}) {
+				if _, err := s.Update(ctx, k.Name, p); err != nil {
+					return "", fmt.Errorf("keys[%d]: %w", i, err)
+				}
+			}
 		}
 		return "", nil
 	}
 	return devKey(ctx, cfg.DataDir, s)
+}
+
+// keyPatch is what a config key sets of its allowlists and own rules:
+// what the file leaves out stays as the store has it.
+func keyPatch(k *config.Key) store.Patch {
+	p := store.Patch{AllowMethods: k.AllowMethods, AllowNetworks: k.AllowNetworks, AllowOrigins: k.AllowOrigins,
+		Rules: store.RulesPatch{AllowAddresses: k.AllowAddresses, AllowUserAgents: k.AllowUserAgents,
+			MaxConcurrent: k.MaxConcurrent, RequestsPerSecond: k.RequestsPerSecond,
+			JWTAudience: k.JWTAudience, JWTMaxLifetime: k.JWTMaxLifetime, Logs: k.Logs}}
+	if k.JWTKeys != nil {
+		keys := config.APIKeys(*k.JWTKeys)
+		p.Rules.JWTKeys = &keys
+	}
+	return p
 }
 
 // devKey returns the dev key: the one kept in the data directory while the
