@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"strings"
 	"sync/atomic"
 
@@ -51,20 +50,15 @@ func (l *dashboardLinks) get() []dashboard.Network {
 	return nil
 }
 
-// publish sets the links from m's endpoints, as the ready lines print
-// them: a network's own listener, else its Host on the shared port. A nil
-// l (no dashboard) does nothing.
-func (l *dashboardLinks) publish(m *Main) {
+// publish sets the links from the networks' endpoints, as the ready
+// lines print them. A nil l (no dashboard) does nothing.
+func (l *dashboardLinks) publish(shared string, eps []Endpoint) {
 	if l == nil {
 		return
 	}
-	_, port, _ := net.SplitHostPort(m.Shared)
-	nets := make([]dashboard.Network, 0, len(m.Networks))
-	for _, ep := range m.Networks {
-		base := "http://" + ep.Host + ":" + port
-		if ep.Addr != "" {
-			base = "http://" + ep.Addr
-		}
+	nets := make([]dashboard.Network, 0, len(eps))
+	for _, ep := range eps {
+		base := ep.base(shared)
 		nets = append(nets, dashboard.Network{Name: ep.Name, Family: string(ep.Family), HTTP: base, WS: "ws" + strings.TrimPrefix(base, "http")})
 	}
 	l.nets.Store(&nets)

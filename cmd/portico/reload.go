@@ -257,6 +257,22 @@ func (m *Main) Reload(ctx context.Context) error {
 			m.retire(old.cfg.Name, old.res, r.Idle)
 		}
 	}
+	// The dashboard's links follow the served networks; a network the
+	// reload added gets its ready line, as at start.
+	eps := make([]Endpoint, 0, len(cfg.Networks))
+	for _, n := range cfg.Networks {
+		eps = append(eps, Endpoint{Name: n.Name, Family: n.Family, Host: n.HostNames()[0], Addr: m.ownListeners[n.Name]})
+	}
+	m.dash.publish(m.Shared, eps)
+	key := m.Key
+	if key == "" {
+		key = "<API_KEY>"
+	}
+	for _, ep := range eps {
+		if slices.Contains(added, ep.Name) {
+			m.printEndpoint(ep, key)
+		}
+	}
 	m.log.Info("config reloaded", "file", m.ConfigPath, "added", added, "rebuilt", rebuilt, "kept", kept, "removed", removed)
 	return nil
 }

@@ -160,6 +160,9 @@ type Main struct {
 	closing  chan struct{}
 	retiring sync.WaitGroup
 	netMeter network.Meter
+	// dash are the dashboard's endpoint links (nil without a dashboard),
+	// published again by a reload.
+	dash *dashboardLinks
 	// ownListeners are the networks' own listener addresses, by name,
 	// opened at start or by a reload; a reload never closes one.
 	ownListeners map[string]string
@@ -187,6 +190,16 @@ type Endpoint struct {
 	Addr string
 	// Host is the network's first Host name on the shared listener.
 	Host string
+}
+
+// base is the endpoint's URL base: its own listener, else its Host on
+// the shared listener's port.
+func (ep Endpoint) base(shared string) string {
+	if ep.Addr != "" {
+		return "http://" + ep.Addr
+	}
+	_, port, _ := net.SplitHostPort(shared)
+	return "http://" + ep.Host + ":" + port
 }
 
 // Run checks the config (every check of portico config check, before
@@ -352,11 +365,12 @@ func (m *Main) Run(ctx context.Context) error {
 			if ep.Addr, err = m.listen(a, m.gw.NetworkHandler(n.Name)); err != nil {
 				return fmt.Errorf("network %s: %w", n.Name, err)
 			}
-			m.ownListeners[n.Name] = a
+			m.ownListeners[n.Name] = ep.Addr
 		}
 		m.Networks = append(m.Networks, ep)
 	}
-	dash.publish(m)
+	m.dash = dash
+	dash.publish(m.Shared, m.Networks)
 	m.printReady()
 	return nil
 }
@@ -542,17 +556,19 @@ func (m *Main) printReady() {
 		fmt.Fprintln(m.Stdout, "no dev key: the key store already holds keys (portico keys list shows them, portico keys create makes one)")
 	}
 	for _, ep := range m.Networks {
-		base := "http://" + ep.Host + ":" + port
-		if ep.Addr != "" {
-			base = "http://" + ep.Addr
-		}
-		httpURL := base + "/v3/" + key
-		wsURL := "ws" + strings.TrimPrefix(base, "http") + "/ws/v3/" + key
-		fam, _ := families.Get(ep.Family)
-		fmt.Fprintf(m.Stdout, "%-16s %s  %s  curl -s %s -H 'Content-Type: application/json' -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"}'\n",
-			ep.Name, httpURL, wsURL, httpURL, fam.Probe)
+		m.printEndpoint(ep, key)
 	}
 	m.printDashboard()
+}
+
+// printEndpoint prints a network's ready line: its URLs and a curl.
+func (m *Main) printEndpoint(ep Endpoint, key string) {
+	base := ep.base(m.Shared)
+	httpURL := base + "/v3/" + key
+	wsURL := "ws" + strings.TrimPrefix(base, "http") + "/ws/v3/" + key
+	fam, _ := families.Get(ep.Family)
+	fmt.Fprintf(m.Stdout, "%-16s %s  %s  curl -s %s -H 'Content-Type: application/json' -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"}'\n",
+		ep.Name, httpURL, wsURL, httpURL, fam.Probe)
 }
 
 // Close stops listeners, then upstreams and devnets, and waits. Calls after
