@@ -138,6 +138,7 @@ func New(cfg Config) *Network {
 	}
 	if cfg.Verify.Mode != VerifyOff {
 		n.verifier = newFamilyVerifier(n.name, n.up, cfg.Verify, n.log, n.metrics)
+		n.stops = append(n.stops, followHeads(n.verifier, n.up))
 	}
 	n.hub = newHub(n, cfg.Subs, cfg.Meter)
 	if c := n.cache; c != nil {

@@ -9,11 +9,14 @@ import (
 	"math/big"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/maypok86/otter/v2"
 
+	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/upstream"
 	"github.com/porticohq/portico/verify"
@@ -156,6 +159,35 @@ type familyVerifier interface {
 	ready(ctx context.Context) error
 	// method is the handler of a method the family can verify.
 	method(name string) (verifiedHandler, bool)
+	// trustHead earns trust in the header at a new head's height and
+	// keeps it, before any call asks for it.
+	trustHead(ctx context.Context, number uint64) error
+}
+
+// followHeads trusts each new head's header as the chain view reports it,
+// in the background, so that the first call at a new block does not wait
+// for the quorum ask and the header (one at a time: a head that arrives
+// while one is being trusted is skipped, and trusted by the next call
+// that needs it). It returns the stop function.
+func followHeads(fv familyVerifier, up Upstream) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	var busy atomic.Bool
+	stop := up.OnHeads(func(h portico.Heads) {
+		if h.Latest == 0 || !busy.CompareAndSwap(false, true) {
+			return
+		}
+		go func() {
+			defer busy.Store(false)
+			tctx, done := context.WithTimeout(ctx, 30*time.Second)
+			defer done()
+			if err := fv.ready(tctx); err != nil {
+				return
+			}
+			// A failure is the next call's to meet and report.
+			_ = fv.trustHead(tctx, h.Latest)
+		}()
+	})
+	return func() { stop(); cancel() }
 }
 
 // newFamilyVerifier builds the verifier of the configured family; a
@@ -226,6 +258,11 @@ func newVerifier(name string, up Upstream, cfg VerifyConfig, log *slog.Logger, m
 	}
 	v.hashOf = blockHashOf
 	return v, nil
+}
+
+func (v *verifier) trustHead(ctx context.Context, number uint64) error {
+	_, err := v.headerAt(ctx, number)
+	return err
 }
 
 // method is the handler of a verified EVM method.

@@ -75,6 +75,11 @@ func (v *starkVerifier) method(name string) (verifiedHandler, bool) {
 	return func(ctx context.Context, params jsontext.Value) (jsontext.Value, error) { return m(v, ctx, params) }, true
 }
 
+func (v *starkVerifier) trustHead(ctx context.Context, number uint64) error {
+	_, _, err := v.headerAt(ctx, number)
+	return err
+}
+
 // ready reads the checkpoint's header once.
 func (v *starkVerifier) ready(ctx context.Context) error {
 	if err := v.usable(); err != nil {

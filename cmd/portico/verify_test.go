@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,6 +30,16 @@ type liar struct {
 	addr string          // the liar's own
 	lies map[string]bool // which lies it tells
 	told atomic.Int64
+
+	mu    sync.Mutex
+	calls map[string]int // the calls it passed on, by method
+}
+
+// called is how many calls of a method the liar passed on.
+func (l *liar) called(method string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.calls[method]
 }
 
 // The lies.
@@ -82,6 +93,14 @@ func (l *liar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Params []json.RawMessage `json:"params"`
 	}
 	var env map[string]any
+	if json.Unmarshal(body, &req) == nil {
+		l.mu.Lock()
+		if l.calls == nil {
+			l.calls = map[string]int{}
+		}
+		l.calls[req.Method]++
+		l.mu.Unlock()
+	}
 	if json.Unmarshal(body, &req) == nil && json.Unmarshal(out, &env) == nil && env["result"] != nil {
 		if req.Method == "eth_getBlockByNumber" && l.lies[lieHashes] && len(req.Params) > 0 && strings.HasPrefix(string(req.Params[0]), `"0x`) {
 			req.Method = "byNumber"
@@ -589,6 +608,54 @@ func TestVerifyCheckpoint(t *testing.T) {
 		want := nodeRPC(t, chain.url, "eth_getBalance", chain.dev, block)
 		if rpcErr != nil || string(got) != string(want) || verified != "true" {
 			t.Errorf("checkpoint, block %v: %s, %+v, verified %q; want %s", block, got, rpcErr, verified, want)
+		}
+	}
+}
+
+// TestVerifyFollowsHeads: a new head's header is trusted in the
+// background as the chain view reports it, so the first verified read at
+// the new block asks the node for its proof alone, not for the hash and
+// header first.
+func TestVerifyFollowsHeads(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	node := startAnvil(t, ctx)
+	// anvil's genesis header carries the empty trie's root whatever its
+	// accounts hold: start one block on.
+	nodeRPC(t, node.URL(), "evm_mine")
+	proxy := startLiar(t, node.URL()) // tells no lie: it counts calls
+	s := start(t, verifyConfigFor(map[string]string{"a": proxy.url()}, []string{"a"}, "on"))
+	url := s.url(t, "anvil")
+	var accounts []common.Address
+	json.Unmarshal(nodeRPC(t, node.URL(), "eth_accounts"), &accounts)
+	if _, rpcErr, _ := gatewayCall(t, url, "eth_getBalance", []any{accounts[0], "latest"}); rpcErr != nil {
+		t.Fatalf("%s\n%s", rpcErr.Message, s.logs.String())
+	}
+	for range 2 {
+		headers := proxy.called("eth_getBlockByHash")
+		nodeRPC(t, node.URL(), "evm_mine")
+		for proxy.called("eth_getBlockByHash") == headers {
+			select {
+			case <-ctx.Done():
+				t.Fatal("the new head's header was not read before any call asked for it")
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		var head string
+		json.Unmarshal(nodeRPC(t, node.URL(), "eth_blockNumber"), &head)
+		before := map[string]int{}
+		for _, m := range []string{"eth_getBlockByHash", "eth_getBlockByNumber", "eth_getProof"} {
+			before[m] = proxy.called(m)
+		}
+		got, rpcErr, verified := gatewayCall(t, url, "eth_getBalance", []any{accounts[1], head})
+		if rpcErr != nil || verified != "true" || string(got) != string(nodeRPC(t, node.URL(), "eth_getBalance", accounts[1], head)) {
+			t.Fatalf("balance at %s: %s %+v verified %q", head, got, rpcErr, verified)
+		}
+		if d := proxy.called("eth_getProof") - before["eth_getProof"]; d != 1 {
+			t.Errorf("%d proofs asked for one read", d)
+		}
+		if d := proxy.called("eth_getBlockByHash") - before["eth_getBlockByHash"]; d != 0 {
+			t.Errorf("the read at the new head read %d headers: it was not trusted before", d)
 		}
 	}
 }
