@@ -168,15 +168,30 @@ type familyVerifier interface {
 // in the background, so that the first call at a new block does not wait
 // for the quorum ask and the header (one at a time: a head that arrives
 // while one is being trusted is skipped, and trusted by the next call
-// that needs it). It returns the stop function.
+// that needs it). It returns the stop function, which waits for a trust
+// in flight to end.
 func followHeads(fv familyVerifier, up Upstream) func() {
 	ctx, cancel := context.WithCancel(context.Background())
-	var busy atomic.Bool
+	var (
+		busy   atomic.Bool
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		closed bool // no trust starts once the stop function runs
+	)
 	stop := up.OnHeads(func(h portico.Heads) {
 		if h.Latest == 0 || !busy.CompareAndSwap(false, true) {
 			return
 		}
+		mu.Lock()
+		if closed {
+			mu.Unlock()
+			busy.Store(false)
+			return
+		}
+		wg.Add(1)
+		mu.Unlock()
 		go func() {
+			defer wg.Done()
 			defer busy.Store(false)
 			tctx, done := context.WithTimeout(ctx, 30*time.Second)
 			defer done()
@@ -187,7 +202,14 @@ func followHeads(fv familyVerifier, up Upstream) func() {
 			_ = fv.trustHead(tctx, h.Latest)
 		}()
 	})
-	return func() { stop(); cancel() }
+	return func() {
+		stop()
+		mu.Lock()
+		closed = true
+		mu.Unlock()
+		cancel()
+		wg.Wait()
+	}
 }
 
 // newFamilyVerifier builds the verifier of the configured family; a
