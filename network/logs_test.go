@@ -109,6 +109,14 @@ func (f *logsNode) answer(from, to uint64) jsontext.Value {
 	return append(out, ']')
 }
 
+// callCount is how many calls the node took; a chunk a capped query left
+// behind may still be counting.
+func (f *logsNode) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
 func (f *logsNode) Do(_ context.Context, req upstream.Request, dst []byte) (jsontext.Value, error) {
 	var p []struct {
 		From string `json:"fromBlock"`
@@ -218,11 +226,11 @@ func TestSplitLogs(t *testing.T) {
 				if !errors.As(out.Err, &e) || *e != *tc.wantErr {
 					t.Fatalf("error %v, want %v", out.Err, tc.wantErr)
 				}
-				if tc.maxCalls < 0 && node.calls > 0 {
-					t.Errorf("%d node calls for a query refused before any", node.calls)
+				if tc.maxCalls < 0 && node.callCount() > 0 {
+					t.Errorf("%d node calls for a query refused before any", node.callCount())
 				}
-				if tc.maxCalls > 0 && node.calls > tc.maxCalls {
-					t.Errorf("%d node calls, want at most %d: the query did not stop at the cap", node.calls, tc.maxCalls)
+				if tc.maxCalls > 0 && node.callCount() > tc.maxCalls {
+					t.Errorf("%d node calls, want at most %d: the query did not stop at the cap", node.callCount(), tc.maxCalls)
 				}
 				if e.Suggest {
 					// The suggested range, asked next, fits.
@@ -245,8 +253,8 @@ func TestSplitLogs(t *testing.T) {
 			if logs, _ := logEntries(want); out.Logs != len(logs) {
 				t.Errorf("Logs = %d, want %d", out.Logs, len(logs))
 			}
-			if tc.maxCalls > 0 && node.calls > tc.maxCalls {
-				t.Errorf("%d node calls, want at most %d", node.calls, tc.maxCalls)
+			if tc.maxCalls > 0 && node.callCount() > tc.maxCalls {
+				t.Errorf("%d node calls, want at most %d", node.callCount(), tc.maxCalls)
 			}
 			if node.refuseOver > 0 && node.refusal != "query returned more than 10000 results" && n.nodeRange.Load() > node.refuseOver {
 				t.Errorf("node range %d after the node said it takes %d", n.nodeRange.Load(), node.refuseOver)
@@ -304,8 +312,8 @@ func TestEventsBounded(t *testing.T) {
 			if !errors.As(out.Err, &e) || *e != tc.want {
 				t.Fatalf("error %v, want %v", out.Err, &tc.want)
 			}
-			if node.calls != 0 {
-				t.Errorf("%d node calls", node.calls)
+			if node.callCount() != 0 {
+				t.Errorf("%d node calls", node.callCount())
 			}
 		})
 	}
@@ -323,10 +331,12 @@ func TestSplitLogsCachesFinalChunks(t *testing.T) {
 	if first.Err != nil {
 		t.Fatal(first.Err)
 	}
-	if node.calls != 11 {
-		t.Fatalf("%d node calls for 11 chunks", node.calls)
+	if node.callCount() != 11 {
+		t.Fatalf("%d node calls for 11 chunks", node.callCount())
 	}
+	node.mu.Lock()
 	node.calls = 0
+	node.mu.Unlock()
 	// 1,000 to 10,000: a query that starts elsewhere shares the chunks.
 	second := n.Call(context.Background(), getLogs(t, `{"fromBlock":"0x3e8","toBlock":"0x2710"}`), nil)
 	if second.Err != nil {
@@ -337,7 +347,7 @@ func TestSplitLogsCachesFinalChunks(t *testing.T) {
 	}
 	// 1,000-7,999 come from the cache (7 chunks); 8,000-8,999, 9,000-9,999
 	// and 10,000 are not final.
-	if node.calls != 3 {
-		t.Errorf("%d node calls, want 3 (the chunks that are not final)", node.calls)
+	if node.callCount() != 3 {
+		t.Errorf("%d node calls, want 3 (the chunks that are not final)", node.callCount())
 	}
 }
