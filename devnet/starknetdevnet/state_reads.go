@@ -91,28 +91,5 @@ func (d *Devnet) rpcGetStorageAt(ctx context.Context, params jsontext.Value) ([]
 }
 
 func (d *Devnet) rpcGetClassHashAt(ctx context.Context, params jsontext.Value) ([]byte, error) {
-	p, pos, err := splitParamsN(params, 2, "block_id", "contract_address")
-	if err != nil {
-		return nil, err
-	}
-	ref, err := decodeBlockID(p["block_id"], pos(0), "block_id")
-	if err != nil {
-		return nil, err
-	}
-	addr, err := decodeFelt(p["contract_address"], pos(1), "contract_address")
-	if err != nil {
-		return nil, err
-	}
-	pending, err := d.atPending(ctx, ref, pos(0))
-	if err != nil {
-		return nil, err
-	}
-	h, ok, err := d.classHashAt(ctx, addr, pending)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, ErrContractNotFound
-	}
-	return appendFeltJSON(nil, &h), nil
+	return d.rpcContractField(ctx, params, d.classHashAt)
 }

@@ -77,6 +77,16 @@ func (d *Devnet) storageIn(ctx context.Context, addr, key Felt, pending bool) (F
 }
 
 func (d *Devnet) rpcGetNonce(ctx context.Context, params jsontext.Value) ([]byte, error) {
+	return d.rpcContractField(ctx, params, func(ctx context.Context, addr Felt, pending bool) (Felt, bool, error) {
+		n, ok, err := d.nonceAt(ctx, addr, pending)
+		return feltU64(n), ok, err
+	})
+}
+
+// rpcContractField answers a read of one field of a deployed contract
+// (getNonce, getClassHashAt: block_id, contract_address) with read; a
+// contract not deployed there is CONTRACT_NOT_FOUND.
+func (d *Devnet) rpcContractField(ctx context.Context, params jsontext.Value, read func(ctx context.Context, addr Felt, pending bool) (Felt, bool, error)) ([]byte, error) {
 	p, pos, err := splitParamsN(params, 2, "block_id", "contract_address")
 	if err != nil {
 		return nil, err
@@ -93,15 +103,14 @@ func (d *Devnet) rpcGetNonce(ctx context.Context, params jsontext.Value) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	n, ok, err := d.nonceAt(ctx, addr, pending)
+	v, ok, err := read(ctx, addr, pending)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, ErrContractNotFound
 	}
-	f := feltU64(n)
-	return appendFeltJSON(nil, &f), nil
+	return appendFeltJSON(nil, &v), nil
 }
 
 // Entry points starknet_call answers: the fee token's balance (both
