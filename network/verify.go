@@ -15,6 +15,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/maypok86/otter/v2"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/metrics"
@@ -121,6 +122,9 @@ type verifyBase struct {
 	// at a height, and hashOf reads that hash from it.
 	heightAsk func(number uint64) (method string, params jsontext.Value)
 	hashOf    func(jsontext.Value) (common.Hash, bool)
+
+	// headerFetches are header reads in flight, by hash (oneFetch).
+	headerFetches singleflight.Group
 
 	mu       sync.Mutex
 	pending  map[uint64]chan struct{} // quorum asks in flight, by height
@@ -505,24 +509,48 @@ func (v *verifier) fetchHeader(ctx context.Context, hash common.Hash) (*verify.H
 	if h, ok := v.headers.GetIfPresent(hash); ok {
 		return h, nil
 	}
-	var h *verify.Header
-	_, err := v.do(ctx, "eth_getBlockByHash", jsontext.Value(`["`+hash.Hex()+`",false]`), func(res jsontext.Value) error {
-		if res.Kind() == 'n' {
-			return fmt.Errorf("no block %s: %w", hash.Hex(), upstream.ErrMissing)
-		}
-		got, err := verify.VerifyHeader(res, hash)
+	return oneFetch(&v.verifyBase, ctx, hash, func(ctx context.Context) (*verify.Header, error) {
+		var h *verify.Header
+		_, err := v.do(ctx, "eth_getBlockByHash", jsontext.Value(`["`+hash.Hex()+`",false]`), func(res jsontext.Value) error {
+			if res.Kind() == 'n' {
+				return fmt.Errorf("no block %s: %w", hash.Hex(), upstream.ErrMissing)
+			}
+			got, err := verify.VerifyHeader(res, hash)
+			if err != nil {
+				return err
+			}
+			h = got
+			return nil
+		})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		h = got
-		return nil
+		v.headers.Set(hash, h)
+		v.link(h)
+		return h, nil
 	})
-	if err != nil {
-		return nil, err
+}
+
+// oneFetch reads the header of a hash once however many calls want it at
+// the same time: a call that arrives while the read runs (the head
+// follower's, or another call's) waits for its outcome instead of asking
+// a node again. A waiter whose own context is still live reads again
+// itself when the read it waited for ended with its caller's context.
+func oneFetch[T any](b *verifyBase, ctx context.Context, hash common.Hash, fetch func(context.Context) (T, error)) (T, error) {
+	ch := b.headerFetches.DoChan(string(hash[:]), func() (any, error) { return fetch(ctx) })
+	var zero T
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			if ctx.Err() == nil && (errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded)) {
+				return fetch(ctx)
+			}
+			return zero, r.Err
+		}
+		return r.Val.(T), nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
 	}
-	v.headers.Set(hash, h)
-	v.link(h)
-	return h, nil
 }
 
 // do sends a node call whose answer check judges: a node whose answer

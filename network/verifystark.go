@@ -144,16 +144,18 @@ func (v *starkVerifier) fetchHeader(ctx context.Context, hash common.Hash) (*sta
 	if h, ok := v.headers.GetIfPresent(hash); ok {
 		return h, nil
 	}
-	params := jsontext.Value(`[{"block_hash":"` + feltText(hash) + `"}]`)
-	h, _, err := doChecked(v, ctx, "starknet_getBlockWithTxHashes", params, func(res jsontext.Value) (*starkblock.Header, error) {
-		return checkStarkHeader(res, hash)
+	return oneFetch(&v.verifyBase, ctx, hash, func(ctx context.Context) (*starkblock.Header, error) {
+		params := jsontext.Value(`[{"block_hash":"` + feltText(hash) + `"}]`)
+		h, _, err := doChecked(v, ctx, "starknet_getBlockWithTxHashes", params, func(res jsontext.Value) (*starkblock.Header, error) {
+			return checkStarkHeader(res, hash)
+		})
+		if err != nil {
+			return nil, err
+		}
+		v.headers.Set(hash, h)
+		v.linkParent(hash, h.Number, feltHash(h.Parent))
+		return h, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	v.headers.Set(hash, h)
-	v.linkParent(hash, h.Number, feltHash(h.Parent))
-	return h, nil
 }
 
 // checkStarkHeader decodes a node's block header and checks that its

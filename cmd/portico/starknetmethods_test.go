@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/devnet/starknetdevnet"
 )
 
 // newRollupMethods are the methods of spec 0.8 that Portico's default list
@@ -66,16 +63,7 @@ func TestStarknetRecordedMethods(t *testing.T) {
 // longer refuses them, and whatever the devnet answers (it serves only
 // some methods of the spec) reaches the client byte for byte.
 func TestStarknetDevnetNewMethods(t *testing.T) {
-	d, err := starknetdevnet.New(starknetdevnet.Config{BlockPeriod: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := d.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d := startStarknetDevnet(t)
 	cfg := config.DefaultConfig()
 	cfg.Keys = []config.Key{{Name: "test", Key: "test0123456789abcdef0123456789ab"}}
 	cfg.Networks = []config.Network{{Name: "starknet", Family: "starknet", Upstreams: []config.Upstream{{URL: d.HTTPURL()}}}}

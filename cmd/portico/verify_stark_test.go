@@ -19,7 +19,9 @@ type starkChain struct {
 	blockHash, blockRoot string
 }
 
-func startStarkChain(t *testing.T) *starkChain {
+// startStarknetDevnet runs a rollup devnet that seals blocks only when
+// told (SealBlock), closed with the test.
+func startStarknetDevnet(t *testing.T) *starknetdevnet.Devnet {
 	t.Helper()
 	d, err := starknetdevnet.New(starknetdevnet.Config{BlockPeriod: -1})
 	if err != nil {
@@ -31,6 +33,14 @@ func startStarkChain(t *testing.T) *starkChain {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func startStarkChain(t *testing.T) *starkChain {
+	t.Helper()
+	d := startStarknetDevnet(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for range 3 {
 		for range 3 {
 			if err := d.GenerateTraffic(); err != nil {

@@ -31,12 +31,13 @@ type liar struct {
 	lies map[string]bool // which lies it tells
 	told atomic.Int64
 
-	mu    sync.Mutex
-	calls map[string]int // the calls it passed on, by method
+	mu     sync.Mutex
+	calls  map[string]int // the calls it passed on, by method
+	called chan struct{}  // a token after each call counted (at most one waits)
 }
 
-// called is how many calls of a method the liar passed on.
-func (l *liar) called(method string) int {
+// count is how many calls of a method the liar passed on.
+func (l *liar) count(method string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.calls[method]
@@ -62,7 +63,7 @@ const (
 )
 
 func startLiar(t *testing.T, node string, lies ...string) *liar {
-	l := &liar{node: node, lies: map[string]bool{}}
+	l := &liar{node: node, lies: map[string]bool{}, called: make(chan struct{}, 1)}
 	for _, x := range lies {
 		l.lies[x] = true
 	}
@@ -100,6 +101,10 @@ func (l *liar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		l.calls[req.Method]++
 		l.mu.Unlock()
+		select {
+		case l.called <- struct{}{}:
+		default:
+		}
 	}
 	if json.Unmarshal(body, &req) == nil && json.Unmarshal(out, &env) == nil && env["result"] != nil {
 		if req.Method == "eth_getBlockByNumber" && l.lies[lieHashes] && len(req.Params) > 0 && strings.HasPrefix(string(req.Params[0]), `"0x`) {
@@ -632,29 +637,29 @@ func TestVerifyFollowsHeads(t *testing.T) {
 		t.Fatalf("%s\n%s", rpcErr.Message, s.logs.String())
 	}
 	for range 2 {
-		headers := proxy.called("eth_getBlockByHash")
+		headers := proxy.count("eth_getBlockByHash")
 		nodeRPC(t, node.URL(), "evm_mine")
-		for proxy.called("eth_getBlockByHash") == headers {
+		for proxy.count("eth_getBlockByHash") == headers {
 			select {
 			case <-ctx.Done():
 				t.Fatal("the new head's header was not read before any call asked for it")
-			case <-time.After(20 * time.Millisecond):
+			case <-proxy.called: // another call reached the node: count again
 			}
 		}
 		var head string
 		json.Unmarshal(nodeRPC(t, node.URL(), "eth_blockNumber"), &head)
 		before := map[string]int{}
 		for _, m := range []string{"eth_getBlockByHash", "eth_getBlockByNumber", "eth_getProof"} {
-			before[m] = proxy.called(m)
+			before[m] = proxy.count(m)
 		}
 		got, rpcErr, verified := gatewayCall(t, url, "eth_getBalance", []any{accounts[1], head})
 		if rpcErr != nil || verified != "true" || string(got) != string(nodeRPC(t, node.URL(), "eth_getBalance", accounts[1], head)) {
 			t.Fatalf("balance at %s: %s %+v verified %q", head, got, rpcErr, verified)
 		}
-		if d := proxy.called("eth_getProof") - before["eth_getProof"]; d != 1 {
+		if d := proxy.count("eth_getProof") - before["eth_getProof"]; d != 1 {
 			t.Errorf("%d proofs asked for one read", d)
 		}
-		if d := proxy.called("eth_getBlockByHash") - before["eth_getBlockByHash"]; d != 0 {
+		if d := proxy.count("eth_getBlockByHash") - before["eth_getBlockByHash"]; d != 0 {
 			t.Errorf("the read at the new head read %d headers: it was not trusted before", d)
 		}
 	}
