@@ -3,15 +3,19 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite"               // registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // SQLiteOptions tune a SQLite Source.
@@ -93,6 +97,11 @@ func Open(ctx context.Context, src Source, schema Schema, now time.Time) (*sql.D
 	} else {
 		db, err = openSQLite(src)
 	}
+	if err == nil && src.dialect.Name == "sqlite" && src.target != "" {
+		if err = useWAL(ctx, db, sqliteBusyTimeout); err != nil {
+			_ = db.Close()
+		}
+	}
 	if err != nil {
 		return nil, &Error{Database: src.String(), Schema: schema.Table, Err: err}
 	}
@@ -112,14 +121,13 @@ func openSQLite(src Source) (*sql.DB, error) {
 		}
 	}
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()))
 	if o.ForeignKeys {
 		q.Add("_pragma", "foreign_keys(1)")
 	}
 	q.Set("_txlock", "immediate")
 	dsn := "file::memory:?" + q.Encode()
 	if path != "" {
-		q.Add("_pragma", "journal_mode(WAL)")
 		if o.FullSync {
 			q.Add("_pragma", "synchronous(FULL)")
 		} else {
@@ -136,6 +144,59 @@ func openSQLite(src Source) (*sql.DB, error) {
 		db.SetMaxOpenConns(1)
 	}
 	return db, nil
+}
+
+// sqliteBusyTimeout is how long a SQLite statement waits for another
+// connection's lock, and how long Open waits to switch a new file to WAL.
+const sqliteBusyTimeout = 10 * time.Second
+
+// useWAL switches the SQLite database to WAL mode, waiting up to wait for
+// other connections, in this process or another, that hold the file.
+//
+// The switch is not left to a journal_mode pragma in the DSN, which every
+// new connection would run: on a file still in rollback mode the switch
+// takes its exclusive lock without calling the busy handler, so when
+// several openers meet on a fresh file (two goroutines, or `portico keys`
+// while `portico serve` first creates the store) all but one fail at once
+// with SQLITE_BUSY whatever the busy timeout. Here the switch is retried
+// until it takes or wait has passed. WAL is a property of the file, so the
+// pool's later connections, and every later open, find it set and never
+// switch again.
+func useWAL(ctx context.Context, db *sql.DB, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	pause := time.Millisecond
+	for {
+		var mode string
+		err := db.QueryRowContext(ctx, `PRAGMA journal_mode=WAL`).Scan(&mode)
+		if err == nil && strings.EqualFold(mode, "wal") {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("journal mode %q after switching to WAL", mode)
+		} else if !isBusy(err) {
+			return fmt.Errorf("switch to WAL: %w", err)
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return fmt.Errorf("switch to WAL: other connections held the file for %v: %w", wait, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause + rand.N(pause)):
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED, in
+// any of their extended forms.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	c := se.Code() & 0xff
+	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
 }
 
 func openPostgres(src Source) (*sql.DB, error) {

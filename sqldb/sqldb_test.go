@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -255,4 +258,94 @@ func checkMode(t *testing.T, p string, want os.FileMode) {
 	if fi.Mode().Perm() != want {
 		t.Errorf("%s: mode %v, want %v", filepath.Base(p), fi.Mode().Perm(), want)
 	}
+}
+
+// openerEnv, when set, makes the test binary one of the processes of
+// TestOpenFromProcesses: it waits for its start signal, then opens each of
+// the files in the directory the variable names, in order.
+const openerEnv = "SQLDB_TEST_OPENER"
+
+// openerFiles is how many fresh files the processes of
+// TestOpenFromProcesses race on, one after another.
+const openerFiles = 40
+
+// Several processes open fresh SQLite files at once, as `portico keys`
+// beside a `portico serve` that is creating the store, or instances
+// starting together, do: every open succeeds and each schema is migrated
+// once. The processes start, load, and wait on a pipe that the test then
+// closes, so they are released together; each then opens the same
+// sequence of fresh files, racing on every one.
+func TestOpenFromProcesses(t *testing.T) {
+	if dir := os.Getenv(openerEnv); dir != "" {
+		runOpener(dir)
+		return
+	}
+	const procs = 6
+	dir := filepath.Join(t.TempDir(), "data")
+	start, release, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []*exec.Cmd
+	var outs []*strings.Builder
+	for range procs {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestOpenFromProcesses$", "-test.count=1")
+		cmd.Env = append(os.Environ(), openerEnv+"="+dir)
+		cmd.ExtraFiles = []*os.File{start}
+		out := new(strings.Builder)
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	start.Close()
+	release.Close()
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("process %d: %v\n%s", i, err, outs[i])
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	for i := range openerFiles {
+		db := open(t, sqldb.SQLiteFile(openerPath(dir, i), sqldb.SQLiteOptions{}), openerSchema)
+		var n int
+		if err := db.QueryRow(`SELECT COUNT(*) FROM items`).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("file %d: %d seed rows, %v; want 1 (each migration once)", i, n, err)
+		}
+		var mode string
+		if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+			t.Fatalf("file %d: journal mode %q, %v", i, mode, err)
+		}
+	}
+}
+
+// openerSchema is the schema the processes of TestOpenFromProcesses
+// migrate.
+var openerSchema = sqldb.Schema{Table: "opener_schema", Steps: sqldb.SQL(
+	`CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)`,
+	`INSERT INTO items (name) VALUES ('seed')`,
+)}
+
+func openerPath(dir string, i int) string { return filepath.Join(dir, fmt.Sprintf("store-%d.db", i)) }
+
+// runOpener is one process of TestOpenFromProcesses: it blocks on its
+// inherited pipe (fd 3) until the test closes the write end, then opens
+// the files in order and exits 1 at the first that fails.
+func runOpener(dir string) {
+	start := os.NewFile(3, "start")
+	_, _ = io.Copy(io.Discard, start)
+	for i := range openerFiles {
+		db, err := sqldb.Open(context.Background(), sqldb.SQLiteFile(openerPath(dir, i), sqldb.SQLiteOptions{}), openerSchema, time.Now())
+		if err == nil {
+			err = db.Close()
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "file %d: %v\n", i, err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(0)
 }
