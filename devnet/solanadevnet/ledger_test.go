@@ -268,3 +268,32 @@ func TestSendTransactionErrors(t *testing.T) {
 		t.Fatalf("bad encoding: %v", rerr)
 	}
 }
+
+// TestAirdropSurvivesAbandonedTip: an airdrop is signed against the
+// confirmed block's hash, as agave's faucet signs against the bank's
+// confirmed blockhash, so abandoning the processed tip it was requested
+// at does not void it. Before, it was signed against the tip: when that
+// block was abandoned (2% of blocks, more often on a loaded machine) its
+// hash was gone, the airdrop expired unseen in the mempool, and a client
+// waiting for it waited forever.
+func TestAirdropSurvivesAbandonedTip(t *testing.T) {
+	d, c := manual(t, Config{ConfirmDepth: 2, FinalizeDepth: 8, KeepSlots: 64, Seed: 1})
+	ctx := context.Background()
+	steps(d, 4) // slot 4 is the processed tip, slot 2 confirmed
+	to := solana.NewWallet().PublicKey()
+	sig, err := c.RequestAirdrop(ctx, to, 5_000_000, rpc.CommitmentConfirmed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cfg.DropRate = 1
+	steps(d, 1) // slot 5 abandons slot 4
+	d.cfg.DropRate = 0
+	steps(d, 3)
+	st, err := c.GetSignatureStatuses(ctx, false, sig)
+	if err != nil || st.Value[0] == nil || st.Value[0].Err != nil || st.Value[0].ConfirmationStatus != rpc.ConfirmationStatusConfirmed {
+		t.Fatalf("the airdrop after its tip was abandoned: %v %+v", err, st)
+	}
+	if bal, err := c.GetBalance(ctx, to, rpc.CommitmentConfirmed); err != nil || bal.Value != 5_000_000 {
+		t.Fatalf("balance %v, %v; want 5000000", bal, err)
+	}
+}

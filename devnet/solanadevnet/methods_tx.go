@@ -205,7 +205,8 @@ func preflightError(e *txError, meta *txMeta) error {
 	return &jsonrpc.Error{Code: CodeSendTransactionPreflight, Message: "Transaction simulation failed: " + e.Msg, Data: b}
 }
 
-// requestAirdrop sends lamports from the faucet in the next block.
+// requestAirdrop sends lamports from the faucet in the next block, signed
+// against the confirmed block's hash.
 func (d *Devnet) requestAirdrop(params jsontext.Value) (any, error) {
 	p, err := positional(params, 2, "pubkey", "lamports", "config")
 	if err != nil {
@@ -229,8 +230,11 @@ func (d *Devnet) requestAirdrop(params jsontext.Value) (any, error) {
 	if lamports == 0 || lamports > faucetLamports/10 {
 		return nil, invalidParams("param 2 (lamports): want 1 to %d lamports per airdrop, got %d", uint64(faucetLamports/10), lamports)
 	}
+	// Signed against the confirmed block, as agave's faucet signs against
+	// the bank's confirmed blockhash: the processed tip may yet be
+	// abandoned, and with it its hash, which would void the airdrop.
 	d.mu.RLock()
-	recent := d.led.tip().Hash
+	recent := d.led.conf.Hash
 	d.mu.RUnlock()
 	faucet := d.keys.faucet
 	ix := solana.NewInstruction(systemProgram, solana.AccountMetaSlice{
