@@ -16,6 +16,7 @@ import (
 	"github.com/gagliardetto/solana-go/rpc/jsonrpc"
 
 	"github.com/porticohq/portico/config"
+	"github.com/porticohq/portico/wallet"
 )
 
 // TestSolanaDevnetThroughGateway runs `portico serve` with the embedded
@@ -45,32 +46,28 @@ func TestSolanaDevnetThroughGateway(t *testing.T) {
 		t.Fatalf("balance after airdrop: %v %v", bal, err)
 	}
 
-	// A transfer signed here, sent through the gateway (above the rent-exempt minimum, which the devnet enforces).
+	// A transfer signed here, sent through the gateway (above the
+	// rent-exempt minimum, which the devnet enforces) as a careful wallet
+	// sends it: signed against a confirmed blockhash, sent again while
+	// unseen, signed again if the blockhash expires.
 	to := solana.NewWallet().PublicKey()
-	latest, err := c.GetLatestBlockhash(ctx, rpc.CommitmentFinalized)
+	var signed solana.Signature
+	sender := &wallet.SolanaSender{RPC: c, Commitment: rpc.CommitmentFinalized,
+		Signed: func(tx *solana.Transaction) error { signed = tx.Signatures[0]; return nil }}
+	sig, err := sender.Send(ctx, payer.PublicKey(), func(tx *solana.Transaction) error {
+		_, err := tx.Sign(func(k solana.PublicKey) *solana.PrivateKey {
+			if k == payer.PublicKey() {
+				return &payer
+			}
+			return nil
+		})
+		return err
+	}, system.NewTransferInstruction(1_000_000, payer.PublicKey(), to).Build())
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx, err := solana.NewTransaction(
-		[]solana.Instruction{system.NewTransferInstruction(1_000_000, payer.PublicKey(), to).Build()},
-		latest.Value.Blockhash, solana.TransactionPayer(payer.PublicKey()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Sign(func(k solana.PublicKey) *solana.PrivateKey {
-		if k == payer.PublicKey() {
-			return &payer
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	sig, err := c.SendTransaction(ctx, tx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sig != tx.Signatures[0] {
-		t.Fatalf("sendTransaction returned %s, want %s", sig, tx.Signatures[0])
+	if sig != signed {
+		t.Fatalf("sendTransaction returned %s, want %s", sig, signed)
 	}
 	waitStatus(ctx, t, c, sig, rpc.ConfirmationStatusFinalized)
 	got, err := c.GetTransaction(ctx, sig, &rpc.GetTransactionOpts{Commitment: rpc.CommitmentFinalized})

@@ -11,6 +11,7 @@ import (
 	"github.com/gagliardetto/solana-go/rpc/ws"
 
 	"github.com/porticohq/portico/config"
+	"github.com/porticohq/portico/wallet"
 )
 
 // TestSubscriptionsSolana: solana-go's WebSocket client watches slots,
@@ -89,23 +90,22 @@ func TestSubscriptionsSolana(t *testing.T) {
 	}
 	defer logs.Unsubscribe()
 
-	latest, err := c.GetLatestBlockhash(ctx, rpc.CommitmentFinalized)
+	// Sent as a careful wallet sends it (wallet.SolanaSender); each
+	// signing's signature is subscribed to before it is sent.
+	var signature *ws.SignatureSubscription
+	sender := &wallet.SolanaSender{RPC: c, Signed: func(tx *solana.Transaction) error {
+		if signature != nil {
+			signature.Unsubscribe()
+		}
+		var err error
+		signature, err = wc.SignatureSubscribe(tx.Signatures[0], rpc.CommitmentConfirmed)
+		return err
+	}}
+	sent, err := sender.Send(ctx, payer.PublicKey(), func(tx *solana.Transaction) error {
+		_, err := tx.Sign(func(solana.PublicKey) *solana.PrivateKey { return &payer })
+		return err
+	}, system.NewTransferInstruction(1_000_000, payer.PublicKey(), to).Build())
 	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := solana.NewTransaction([]solana.Instruction{system.NewTransferInstruction(1_000_000, payer.PublicKey(), to).Build()},
-		latest.Value.Blockhash, solana.TransactionPayer(payer.PublicKey()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Sign(func(k solana.PublicKey) *solana.PrivateKey { return &payer }); err != nil {
-		t.Fatal(err)
-	}
-	signature, err := wc.SignatureSubscribe(tx.Signatures[0], rpc.CommitmentConfirmed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.SendTransaction(ctx, tx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -120,7 +120,7 @@ func TestSubscriptionsSolana(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Value.Signature != tx.Signatures[0] || len(l.Value.Logs) == 0 {
+	if l.Value.Signature != sent || len(l.Value.Logs) == 0 {
 		t.Fatalf("logs notification: %+v", l.Value)
 	}
 	sig, err := signature.Recv(ctx)

@@ -204,8 +204,9 @@ func (f *evmFamily) wait(ctx context.Context, h common.Hash) (*types.Receipt, er
 	}
 }
 
-// The slot chain: the faucet is requestAirdrop; finality is the
-// signature's finalized notification (signatureSubscribe).
+// The slot chain: the faucet is requestAirdrop, whose finality is the
+// signature's finalized notification (signatureSubscribe); a transfer is
+// sent by wallet.SolanaSender, which signs again when a blockhash expires.
 
 const (
 	solFund     = 1_000_000_000 // 1 SOL
@@ -253,24 +254,10 @@ func (f *solanaFamily) fund(ctx context.Context, w *wallet.Wallet) error {
 }
 
 func (f *solanaFamily) transfer(ctx context.Context, w *wallet.Wallet) (string, *big.Int, *big.Int, error) {
-	bh, err := f.rpc.GetLatestBlockhash(ctx, rpc.CommitmentFinalized)
-	if err != nil {
-		return "", nil, nil, err
-	}
 	from, to := w.Solana.PublicKey(), solana.PublicKeyFromBytes(recipient())
-	tx, err := solana.NewTransaction([]solana.Instruction{system.NewTransferInstruction(solTransfer, from, to).Build()},
-		bh.Value.Blockhash, solana.TransactionPayer(from))
+	s := &wallet.SolanaSender{RPC: f.rpc, Commitment: rpc.CommitmentFinalized}
+	sig, err := s.Send(ctx, from, w.Solana.SignTransaction, system.NewTransferInstruction(solTransfer, from, to).Build())
 	if err != nil {
-		return "", nil, nil, err
-	}
-	if err := w.Solana.SignTransaction(tx); err != nil {
-		return "", nil, nil, err
-	}
-	sig, err := f.rpc.SendTransactionWithOpts(ctx, tx, rpc.TransactionOpts{PreflightCommitment: rpc.CommitmentFinalized})
-	if err != nil {
-		return "", nil, nil, err
-	}
-	if err := f.wait(ctx, sig); err != nil {
 		return "", nil, nil, err
 	}
 	got, err := f.rpc.GetTransaction(ctx, sig, &rpc.GetTransactionOpts{Commitment: rpc.CommitmentFinalized})
