@@ -19,7 +19,7 @@ RUN_ARGS := --data-dir $(DATA_DIR)
 endif
 RUN_ARGS += --auth-dev-log-codes --dev-dashboard
 
-.PHONY: run test test-deps vet fuzz bench build release-snapshot
+.PHONY: run test test-deps vet fuzz flake bench build release-snapshot
 
 ## run: build $(BIN), then start portico serve on the embedded defaults
 ## or on CONFIG (state kept in $(DATA_DIR)), with the development
@@ -55,6 +55,13 @@ build:
 ## fuzz: run every Fuzz target for $(FUZZTIME) each (not part of `make test`)
 fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
+
+## flake: the flake hunt, not part of `make test`: the whole suite ROUNDS
+## times (default 3) in shuffled order beside BUSY busy loops (default one
+## per core), each failure printed (RACE=1 adds the race detector;
+## docs/testing.md)
+flake: test-deps
+	./scripts/flake.sh
 
 ## bench: gateway benchmarks, see docs/benchmarks.md
 bench:
