@@ -222,7 +222,7 @@ func (d *Devnet) firstTraffic(ctx context.Context) error {
 	if exists {
 		return nil
 	}
-	for range 4 {
+	for range trafficRounds {
 		d.trafficRound()
 	}
 	_, err := d.sealLocked(ctx)
@@ -282,30 +282,49 @@ func (d *Devnet) Close() error {
 	return d.err
 }
 
+// trafficRounds is how many rounds of traffic each block gets.
+const trafficRounds = 4
+
 // produce seals a block every period and, with Traffic, adds four rounds
-// of transactions to the pending block per period.
+// of transactions to each block: spread over the period, so that the
+// pending block fills as a client watches, and whatever rounds a busy
+// machine's late ticks left out made up just before the seal, so that no
+// block goes without its traffic. (Tickers drop the ticks their reader was
+// too late for, and a select between two ready ones picks either: a
+// loaded machine sealed empty blocks.)
 func (d *Devnet) produce(ctx context.Context) {
 	period := d.cfg.BlockPeriod
 	seal := time.NewTicker(period)
 	defer seal.Stop()
 	var traffic <-chan time.Time
 	if d.cfg.Traffic {
-		t := time.NewTicker(period / 4)
+		t := time.NewTicker(period / trafficRounds)
 		defer t.Stop()
 		traffic = t.C
+	}
+	rounds := 0 // added to the pending block
+	round := func() {
+		if err := d.GenerateTraffic(); err != nil {
+			d.log.Error("starknet devnet: traffic", "err", err)
+		}
+		rounds++
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-traffic:
-			if err := d.GenerateTraffic(); err != nil {
-				d.log.Error("starknet devnet: traffic", "err", err)
+			if rounds < trafficRounds {
+				round()
 			}
 		case <-seal.C:
+			for traffic != nil && rounds < trafficRounds && ctx.Err() == nil {
+				round()
+			}
 			if _, err := d.SealBlock(ctx); err != nil && ctx.Err() == nil {
 				d.log.Error("starknet devnet: seal", "err", err)
 			}
+			rounds = 0
 		}
 	}
 }

@@ -139,3 +139,25 @@ func FuzzDecodeEventsParams(f *testing.F) {
 		}
 	})
 }
+
+// TestEveryBlockHasTraffic: with Traffic, every block holds its four
+// rounds of transactions however late the devnet's ticks come. The
+// shortest period, 10 ms (a traffic tick every 2.5 ms), makes ticks late
+// on any machine, as a loaded one made them at 150 ms: before, the seal's
+// tick could win over the traffic's and seal blocks short of their
+// rounds, or empty.
+func TestEveryBlockHasTraffic(t *testing.T) {
+	_, c := startDevnet(t, Config{BlockPeriod: 10 * time.Millisecond, Traffic: true})
+	const blocks = 40
+	waitFor(t, "40 blocks", func() bool {
+		return decodeJSON[int](t, c.must("starknet_blockNumber", "")) >= blocks
+	})
+	for n := 1; n <= blocks; n++ {
+		b := decodeJSON[struct {
+			Transactions []string `json:"transactions"`
+		}](t, c.must("starknet_getBlockWithTxHashes", `{"block_id":{"block_number":`+itoa(n)+`}}`))
+		if len(b.Transactions) < trafficRounds {
+			t.Fatalf("block %d has %d transactions, want a round's at least for each of %d rounds", n, len(b.Transactions), trafficRounds)
+		}
+	}
+}
