@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,4 +137,107 @@ func check(t *testing.T, err error, field, value string) {
 			t.Errorf("got %q (field %q, value %q), want field %q, value %q", f.Error(), f.Field, f.Value, field, value)
 		}
 	}
+}
+
+// FuzzCheckContracts feeds any params to every statement of the EVM
+// table: no panic, a refusal is always the address list's, and a call
+// that passes names, wherever a node could read a contract from it (a
+// member spelt to or address in any case, a storage request's name), only
+// listed addresses, and carries no override.
+func FuzzCheckContracts(f *testing.F) {
+	const a = "0x1111111111111111111111111111111111111111"
+	stmts := evm.Contracts()
+	names := slices.Sorted(maps.Keys(stmts))
+	for _, seed := range []struct{ method, params string }{
+		{"eth_call", `[{"to":"` + a + `"},"latest"]`},
+		{"eth_call", `[{"to":"0x3333333333333333333333333333333333333333","To":"` + a + `"}]`},
+		{"eth_call", `[{"to":"` + a + `"},"latest",{"` + a + `":{"code":"0x00"}}]`},
+		{"eth_call", `[{"t\u006f":"` + a + `"}]`},
+		{"eth_estimateGas", `{"to":"` + a + `"}`},
+		{"eth_simulateV1", `[{"blockStateCalls":[{"calls":[{"to":"` + a + `"}]}]}]`},
+		{"eth_getStorageValues", `[{"` + a + `":["0x0"]}]`},
+		{"eth_getLogs", `[{"address":["` + a + `"],"topics":[]}]`},
+		{"eth_getBalance", `["` + a + `","latest"]`},
+		{"debug_storageRangeAt", `["0x00",0,"` + a + `","0x00",1]`},
+	} {
+		f.Add(slices.Index(names, seed.method), seed.params)
+	}
+	r := &apikey.Rules{Addresses: []string{a}}
+	f.Fuzz(func(t *testing.T, i int, params string) {
+		if i < 0 {
+			i = -i
+		}
+		name := names[i%len(names)]
+		stmt := stmts[name]
+		err := checkContracts(r, name, &stmt, []byte(params))
+		if err != nil {
+			var fe *portico.ForbiddenError
+			if !errors.As(err, &fe) || fe.What != portico.AllowAddress {
+				t.Fatalf("%s %s: %v", name, params, err)
+			}
+			return
+		}
+		if stmt.Reads != portico.ReadsNamed {
+			return
+		}
+		var v any
+		if json.Unmarshal([]byte(params), &v) != nil {
+			t.Fatalf("%s %s passed, but is not JSON", name, params)
+		}
+		list, _ := v.([]any)
+		if name == "eth_getStorageValues" && len(list) > 0 {
+			for addr := range list[0].(map[string]any) {
+				if !strings.EqualFold(addr, a) {
+					t.Fatalf("%s %s passed with %s", name, params, addr)
+				}
+			}
+		}
+		for j, p := range list {
+			if j >= 2 && (name == "eth_call" || name == "eth_estimateGas" || name == "eth_createAccessList") && !emptyJSON(p) {
+				t.Fatalf("%s %s passed with an override", name, params)
+			}
+		}
+		var walk func(v any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				for k, x := range v {
+					if strings.EqualFold(k, "to") || strings.EqualFold(k, "address") {
+						addrs, _ := x.([]any)
+						if s, ok := x.(string); ok {
+							addrs = []any{s}
+						}
+						for _, y := range addrs {
+							if s, _ := y.(string); !strings.EqualFold(s, a) {
+								t.Fatalf("%s %s passed with %s %v", name, params, k, y)
+							}
+						}
+					}
+					if strings.EqualFold(k, "stateOverrides") || strings.EqualFold(k, "blockOverrides") || strings.EqualFold(k, "authorizationList") {
+						if !emptyJSON(x) {
+							t.Fatalf("%s %s passed with %s", name, params, k)
+						}
+					}
+					walk(x)
+				}
+			case []any:
+				for _, x := range v {
+					walk(x)
+				}
+			}
+		}
+		walk(v)
+	})
+}
+
+func emptyJSON(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	}
+	return false
 }
