@@ -48,7 +48,7 @@ func checkContracts(r *apikey.Rules, method string, c *portico.Contracts, params
 		return &portico.ForbiddenError{What: portico.AllowAddress, Reason: method + " does not say which contracts it reads: not served to a key restricted by contract address"}
 	}
 	w := walkers.Get().(*contractWalker)
-	defer w.done()
+	defer w.done(len(params))
 	w.rules, w.c = r, c
 	err := w.params(c, params)
 	if err == nil && w.found == 0 {
@@ -80,9 +80,19 @@ type step struct {
 
 var walkers = sync.Pool{New: func() any { return new(contractWalker) }}
 
-func (w *contractWalker) done() {
+// keepWalker is the largest params whose walker is kept for reuse: the
+// decoder's buffer grows to the params it read, and a walker kept after a
+// large call would hold that much for good.
+const keepWalker = 64 << 10
+
+// done lets the call's params go and keeps the walker for the next call
+// when the params it read were small.
+func (w *contractWalker) done(read int) {
+	w.r.Reset(nil)
 	w.rules, w.c, w.path, w.found = nil, nil, w.path[:0], 0
-	walkers.Put(w)
+	if read <= keepWalker {
+		walkers.Put(w)
+	}
 }
 
 // params walks the whole params value.
