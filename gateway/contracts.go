@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,13 @@ func checkContracts(r *apikey.Rules, method string, c *portico.Contracts, params
 	defer w.done(len(params))
 	w.rules, w.c = r, c
 	err := w.params(c, params)
+	if err == nil {
+		// One value and nothing after it, as a node reads params.
+		if _, end := w.d.ReadToken(); end != io.EOF {
+			w.path = w.path[:0]
+			err = w.fail(reasonUnreadable)
+		}
+	}
 	if err == nil && w.found == 0 {
 		err = &portico.ForbiddenError{What: portico.AllowAddress}
 	}

@@ -61,6 +61,8 @@ func TestCheckContracts(t *testing.T) {
 		{"to a list", "eth_call", `[{"to":["` + a + `"]}]`, "params[0].to", ""},
 		{"named params", "eth_call", `{"transaction":{"to":"` + a + `"}}`, "params", ""},
 		{"no params", "eth_call", `[]`, "params[0] (transaction)", ""},
+		{"a second value after the params", "eth_call", `[{"to":"` + a + `"}]0`, "params", ""},
+		{"space after the params", "eth_call", ` [{"to":"` + a + `"}] ` + "\n", "", ""},
 		{"cut short", "eth_call", `[{"to":"` + a + `"`, "params[0] (transaction)", ""},
 		{"estimateGas to and To", "eth_estimateGas", `[{"to":"` + a + `","To":"` + other + `"}]`, "params[0].To", ""},
 		{"createAccessList to and To", "eth_createAccessList", `[{"To":"` + a + `","to":"` + other + `"}]`, "params[0].To", ""},
