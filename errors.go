@@ -315,6 +315,14 @@ type ForbiddenError struct {
 	// Value is the refused method, network, origin, address or
 	// User-Agent; empty when the request has none.
 	Value string
+	// Field names where in the params a refused address, or what made
+	// the params unreadable for the list, is ("params[0].to"); empty for
+	// the lists of the whole request.
+	Field string
+	// Reason, when set, says why the call was refused instead of naming
+	// a Value: params the list cannot read as every node would, or a
+	// method that may reach contracts its params do not name.
+	Reason string
 }
 
 // The allowlists of a key, as ForbiddenError.What and data.reason name
@@ -336,10 +344,19 @@ func (e *ForbiddenError) Error() string {
 	case AllowUserAgent:
 		what = "User-Agent"
 	}
-	if e.Value == "" {
-		return fmt.Sprintf("this API key is restricted by %s and the call has none", what)
+	var msg string
+	switch {
+	case e.Reason != "":
+		msg = e.Reason
+	case e.Value == "":
+		msg = fmt.Sprintf("this API key is restricted by %s and the call has none", what)
+	default:
+		msg = fmt.Sprintf("%s %q is not allowed for this API key", what, e.Value)
 	}
-	return fmt.Sprintf("%s %q is not allowed for this API key", what, e.Value)
+	if e.Field != "" {
+		return e.Field + ": " + msg
+	}
+	return msg
 }
 
 // ErrUnverified is the kind of every UnverifiedError.

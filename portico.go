@@ -44,6 +44,10 @@ type Method struct {
 	// is told and the block its next call is pinned to agree and never go
 	// back. ok false leaves the call to a node.
 	FromHeads func(p Params, h Heads) (result jsontext.Value, ok bool)
+	// Contracts says where the params name the contracts a call reads or
+	// runs, for a key's contract-address allowlist; left zero, the
+	// table's Contracts entry for the method's name says it.
+	Contracts Contracts
 }
 
 // Params is what a method's params rule learned from a call's params.
@@ -134,6 +138,13 @@ type Table struct {
 	// Writes are the methods without a row of their own that change state
 	// (see Method.Write).
 	Writes []string
+	// Contracts are the statements of where each method's params name
+	// contracts (see Method.Contracts), by real name, for methods without
+	// a row of their own or whose row states none. Every method the table
+	// serves states one; a method a network's config names that the
+	// table does not know states none, and is refused to a key with an
+	// address allowlist.
+	Contracts map[string]Contracts
 	// Chain is how the family's nodes are tracked.
 	Chain Chain
 	// Subscriptions are the family's subscribe methods.

@@ -33,6 +33,11 @@ type Subscription struct {
 	// DefaultNotificationCost where a kind has none).
 	Cost             int
 	NotificationCost map[string]int
+	// Contracts says, by kind (SubParams.Kind), where a subscribe call's
+	// params name the contracts whose events it follows, for a key's
+	// contract-address allowlist; a kind without an entry is refused to
+	// a key with such a list.
+	Contracts map[string]Contracts
 }
 
 // SubParams is what a subscribe method's params rule learned.

@@ -28,6 +28,8 @@ const (
 	// may be valid for at most this long (from iat, and from the moment it
 	// is used).
 	DefaultJWTMaxLifetime = time.Hour
+	// MaxJWTLifetime is the longest bound a key may set.
+	MaxJWTLifetime = 24 * time.Hour
 	// JWTLeeway is the clock skew tolerated on exp, nbf and iat.
 	JWTLeeway = 60 * time.Second
 	// minRSABits refuses RSA keys too short to be safe.

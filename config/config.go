@@ -350,6 +350,27 @@ type Devnet struct {
 	ChainRLP string `yaml:"chain_rlp"`
 }
 
+// Bounds on settings that would hurt the nodes or the process
+// (docs/configuration.md says why each is where it is).
+const (
+	// MinPollInterval is the shortest poll_interval: each poll asks
+	// every node of the network for its heads (a few calls), so 50ms is
+	// at most 20 polls a second per node, several per block on the
+	// fastest EVM chains (250ms blocks), where 1ns made a node take
+	// 23,700 calls a second.
+	MinPollInterval = 50 * time.Millisecond
+	// MaxBatchCeiling bounds limits.max_batch: the calls of a batch are
+	// checked and charged as one unit and its answers assembled in one
+	// response, so one request of 10,000 calls already holds 10,000
+	// node calls' worth of work and memory; 100 times the default.
+	MaxBatchCeiling = 10_000
+	// MaxLogsParallel bounds logs.parallel, the chunks of one log query
+	// at the nodes at once: each is a node call and a connection, and
+	// 64 is 16 times the default, more than a network's nodes take at
+	// once from one client.
+	MaxLogsParallel = 64
+)
+
 // DefaultListen is the shared listener's default address. The built-in
 // networks' own listeners take the next ports.
 const DefaultListen = "127.0.0.1:8700"
@@ -442,11 +463,21 @@ func (c *Config) Validate() error {
 	if err := checkAddr("listen", c.Listen); err != nil {
 		return err
 	}
+	keyNames := map[string]int{}
+	keyHashes := map[apikey.Hash]int{}
 	for i, k := range c.Keys {
 		field := fmt.Sprintf("keys[%d]", i)
-		switch {
-		case k.Name == "":
+		if k.Name == "" {
 			return fmt.Errorf("config: %s.name: required", field)
+		}
+		if err := keyError(field, apikey.CheckName(k.Name)); err != nil {
+			return err
+		}
+		if j, ok := keyNames[k.Name]; ok {
+			return fmt.Errorf("config: %s.name: %q is also the name of keys[%d]", field, k.Name, j)
+		}
+		keyNames[k.Name] = i
+		switch {
 		case (k.Key == "") == (k.Hash == ""):
 			return fmt.Errorf("config: %s: set exactly one of key and hash", field)
 		case k.Hash != "":
@@ -454,6 +485,14 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("config: %s.hash: %v", field, err)
 			}
 		}
+		h, _ := apikey.ParseHash(k.Hash)
+		if k.Key != "" {
+			h = apikey.Sum(k.Key)
+		}
+		if j, ok := keyHashes[h]; ok {
+			return fmt.Errorf("config: %s: the same key as keys[%d]", field, j)
+		}
+		keyHashes[h] = i
 		switch {
 		case k.Key != "" && !apikey.Valid(k.Key):
 			return fmt.Errorf("config: %s.key: must be %d to %d characters of [0-9A-Za-z_-]", field, apikey.MinLength, apikey.MaxLength)
@@ -513,6 +552,9 @@ func (c *Config) Validate() error {
 		if f.v <= 0 {
 			return fmt.Errorf("config: %s: must be positive", f.name)
 		}
+	}
+	if l.MaxBatch > MaxBatchCeiling {
+		return fmt.Errorf("config: limits.max_batch: at most %d, got %d: a batch is checked, charged and answered as one request", MaxBatchCeiling, l.MaxBatch)
 	}
 	if l.MaxConnectionsPerIP < 0 {
 		return errors.New("config: limits.max_connections_per_ip: must not be negative")
@@ -607,8 +649,8 @@ func (c *Config) Validate() error {
 		if n.Timeout < 0 || n.AttemptTimeout < 0 {
 			return fmt.Errorf("config: %s.timeout: must not be negative", field)
 		}
-		if n.PollInterval < 0 {
-			return fmt.Errorf("config: %s.poll_interval: must not be negative", field)
+		if n.PollInterval < 0 || (n.PollInterval > 0 && n.PollInterval < MinPollInterval) {
+			return fmt.Errorf("config: %s.poll_interval: want 0 (the family's default) or at least %s, got %s: each poll asks every node for its heads", field, MinPollInterval, n.PollInterval)
 		}
 		if n.Hedge.MinDelay < 0 || n.Hedge.MaxDelay < 0 || (n.Hedge.MaxDelay > 0 && n.Hedge.MaxDelay < n.Hedge.MinDelay) {
 			return fmt.Errorf("config: %s.hedge: delays must not be negative and max_delay not below min_delay", field)
@@ -706,8 +748,8 @@ func checkLogs(field string, l portico.LogSettings) error {
 	switch {
 	case l.MaxAddresses < 0 || l.MaxTopics < 0 || l.MaxLogs < 0:
 		return fmt.Errorf("config: %s: max_addresses, max_topics and max_logs must not be negative", field)
-	case l.Parallel < 1:
-		return fmt.Errorf("config: %s.parallel: must be at least 1", field)
+	case l.Parallel < 1 || l.Parallel > MaxLogsParallel:
+		return fmt.Errorf("config: %s.parallel: want 1 to %d chunks of one query at the nodes at once, got %d", field, MaxLogsParallel, l.Parallel)
 	case l.Cost != portico.LogCostCall && l.Cost != portico.LogCostRange && l.Cost != portico.LogCostLogs:
 		return fmt.Errorf("config: %s.cost: want call, range or logs, got %q", field, l.Cost)
 	case l.Cost == portico.LogCostRange && l.CostBlocks == 0:
@@ -718,39 +760,26 @@ func checkLogs(field string, l portico.LogSettings) error {
 	return nil
 }
 
-// checkKeyRules checks a config key's own rules as the store will.
+// checkKeyRules checks a config key's own rules with the checks the store
+// runs when the key is imported (apikey.Settings.Check), so that a file
+// `portico config check` passes is not refused at start or reload.
 func checkKeyRules(field string, k *Key) error {
-	if k.MaxConcurrent != nil && *k.MaxConcurrent < 0 {
-		return fmt.Errorf("config: %s.max_concurrent: must not be negative", field)
+	var jwtKeys *[]apikey.JWTKey
+	if k.JWTKeys != nil {
+		keys := APIKeys(*k.JWTKeys)
+		jwtKeys = &keys
 	}
-	if k.RequestsPerSecond != nil && *k.RequestsPerSecond < 0 {
-		return fmt.Errorf("config: %s.requests_per_second: must not be negative", field)
+	err := apikey.Settings{AllowAddresses: k.AllowAddresses, AllowUserAgents: k.AllowUserAgents,
+		MaxConcurrent: k.MaxConcurrent, RequestsPerSecond: k.RequestsPerSecond,
+		JWTKeys: jwtKeys, JWTMaxLifetime: k.JWTMaxLifetime, JWTAudience: k.JWTAudience, Logs: k.Logs}.Check()
+	return keyError(field, err)
+}
+
+// keyError names a key setting's field under the key's.
+func keyError(field string, err error) error {
+	var se *apikey.SettingError
+	if errors.As(err, &se) {
+		return fmt.Errorf("config: %s.%s: %s", field, se.Field, se.Reason)
 	}
-	if k.AllowAddresses != nil {
-		for j, a := range *k.AllowAddresses {
-			if !apikey.ValidAddress(a) {
-				return fmt.Errorf("config: %s.allow_addresses[%d]: want a 0x address of 20 bytes, got %q", field, j, a)
-			}
-		}
-	}
-	if k.JWTMaxLifetime != nil && (*k.JWTMaxLifetime < 0 || *k.JWTMaxLifetime > 24*time.Hour) {
-		return fmt.Errorf("config: %s.jwt_max_lifetime: must be 0 (the default, 1h) to 24h", field)
-	}
-	if k.JWTKeys != nil && len(*k.JWTKeys) > 0 {
-		var life time.Duration
-		var aud string
-		if k.JWTMaxLifetime != nil {
-			life = *k.JWTMaxLifetime
-		}
-		if k.JWTAudience != nil {
-			aud = *k.JWTAudience
-		}
-		if _, err := apikey.NewJWT(APIKeys(*k.JWTKeys), life, aud); err != nil {
-			return fmt.Errorf("config: %s.jwt_keys: %v", field, err)
-		}
-	}
-	if l := k.Logs; l != nil && (l.MaxAddresses < 0 || l.MaxTopics < 0 || l.MaxLogs < 0) {
-		return fmt.Errorf("config: %s.logs: bounds must not be negative", field)
-	}
-	return nil
+	return err
 }

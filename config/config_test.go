@@ -88,7 +88,7 @@ func TestErrors(t *testing.T) {
 		{"bad duration", "limits: {read_timeout: soon}", "cannot unmarshal"},
 		{"unknown logs field", "networks: [{name: a, family: evm, logs: {max_range: 5}}]", "field max_range not found"},
 		{"bad logs cost", "networks: [{name: a, family: evm, logs: {cost: free}}]", `config: networks[0].logs.cost: want call, range or logs, got "free"`},
-		{"logs parallel", "networks: [{name: a, family: evm, logs: {parallel: 0}}]", "config: networks[0].logs.parallel: must be at least 1"},
+		{"logs parallel", "networks: [{name: a, family: evm, logs: {parallel: 0}}]", "config: networks[0].logs.parallel: want 1 to 64 chunks of one query at the nodes at once, got 0"},
 		{"negative logs", "networks: [{name: a, family: evm, logs: {max_logs: -1}}]", "config: networks[0].logs: max_addresses, max_topics and max_logs must not be negative"},
 
 		{"key max_concurrent", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef, max_concurrent: -1}]", "config: keys[0].max_concurrent: must not be negative"},
@@ -100,7 +100,22 @@ func TestErrors(t *testing.T) {
 		{"verify spelling", "networks: [{name: a, family: evm, verify: yes}]", `config: networks[0].verify: want off, on or strict, got "yes"`},
 		{"verify slot chain", "networks: [{name: a, family: solana, verify: on}]", "config: networks[0].verify: the slot chain's answers cannot be verified"},
 		{"verify rollup checkpoint", "networks: [{name: a, family: starknet, verify: strict, verify_checkpoint: '0xzz'}]", "config: networks[0].verify_checkpoint: want a block hash, 0x and 1 to 64 hex digits"},
-		{"verify quorum", "networks: [{name: a, family: evm, verify: on, verify_quorum: 3, upstreams: [{url: 'http://x'}, {url: 'http://y'}]}]", "config: networks[0].verify_quorum: want 0 (a majority) up to the 2 upstreams, got 3"},
+		{"verify quorum above the nodes", "networks: [{name: a, family: evm, verify: on, verify_quorum: 3, upstreams: [{url: 'http://x'}, {url: 'http://y'}]}]", "config: networks[0].verify_quorum: want 0 (a majority, the default) or 2 to 2, a majority of the 2 nodes at least, got 3"},
+		{"verify quorum below a majority", "networks: [{name: a, family: evm, verify: on, verify_quorum: 1, upstreams: [{url: 'http://x'}, {url: 'http://y'}]}]", "config: networks[0].verify_quorum: want 0 (a majority, the default) or 2 to 2, a majority of the 2 nodes at least, got 1"},
+		{"verify quorum of five", "networks: [{name: a, family: evm, verify: on, verify_quorum: 2, upstreams: [{url: 'http://a'}, {url: 'http://b'}, {url: 'http://c'}, {url: 'http://d'}, {url: 'http://e'}]}]", "config: networks[0].verify_quorum: want 0 (a majority, the default) or 3 to 5"},
+		{"verify quorum of the embedded devnet", "networks: [{name: a, family: evm, verify: on, verify_quorum: 2}]", "config: networks[0].verify_quorum: want 0 (a majority, the default) or 1 to 1"},
+		{"verify chain id", "networks: [{name: a, family: evm, verify: on, chain_id: mainnet, upstreams: [{url: 'http://x'}]}]", `config: networks[0].chain_id: verify needs an EVM chain id, a number such as "0x1" or "1", got "mainnet"`},
+		{"poll interval of 1ns", "networks: [{name: a, family: evm, poll_interval: 1ns}]", "config: networks[0].poll_interval: want 0 (the family's default) or at least 50ms, got 1ns"},
+		{"poll interval just below", "networks: [{name: a, family: evm, poll_interval: 49ms}]", "config: networks[0].poll_interval: want 0 (the family's default) or at least 50ms, got 49ms"},
+		{"negative poll interval", "networks: [{name: a, family: evm, poll_interval: -1s}]", "config: networks[0].poll_interval: want 0 (the family's default) or at least 50ms, got -1s"},
+		{"huge batch", "limits: {max_batch: 100000000}", "config: limits.max_batch: at most 10000, got 100000000"},
+		{"logs parallel ceiling", "networks: [{name: a, family: evm, logs: {parallel: 100000}}]", "config: networks[0].logs.parallel: want 1 to 64 chunks of one query at the nodes at once, got 100000"},
+		{"key user agent empty", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef, allow_user_agents: ['viem/', '']}]", `config: keys[0].allow_user_agents[1]: want 1 to 256 characters, not only spaces, got ""`},
+		{"key user agent spaces", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef, allow_user_agents: ['  ']}]", `config: keys[0].allow_user_agents[0]: want 1 to 256 characters`},
+		{"key name with a space", "keys: [{name: 'my key', key: k0123456789abcdef0123456789abcdef}]", `config: keys[0].name: "my key": no spaces or control characters`},
+		{"key name twice", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef}, {name: a, key: j0123456789abcdef0123456789abcdef}]", `config: keys[1].name: "a" is also the name of keys[0]`},
+		{"one key twice", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef}, {name: b, key: k0123456789abcdef0123456789abcdef}]", "config: keys[1]: the same key as keys[0]"},
+		{"key audience without public keys", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef, jwt_keys: [], jwt_audience: app}]", "config: keys[0].jwt_keys: jwt_max_lifetime and jwt_audience need at least one public key"},
 		{"verify checkpoint", "networks: [{name: a, family: evm, verify: on, verify_checkpoint: '0x12'}]", "config: networks[0].verify_checkpoint: want a block hash"},
 	}
 	for _, tc := range cases {
@@ -209,6 +224,28 @@ func TestLogsDoc(t *testing.T) {
 	} {
 		if row := fmt.Sprintf("| `%s` | %s |", field, value); !strings.Contains(string(doc), row) {
 			t.Errorf("docs/logs.md has no row %q", row)
+		}
+	}
+}
+
+// TestBoundsAccepted: the values at each bound pass, as do the defaults.
+func TestBoundsAccepted(t *testing.T) {
+	for _, yml := range []string{
+		"networks: [{name: a, family: evm, poll_interval: 50ms}]",
+		"networks: [{name: a, family: evm, poll_interval: 0s}]",
+		"limits: {max_batch: 10000}",
+		"networks: [{name: a, family: evm, logs: {parallel: 64}}]",
+		"networks: [{name: a, family: evm, verify: on, verify_quorum: 2, upstreams: [{url: 'http://a'}, {url: 'http://b'}, {url: 'http://c'}]}]",
+		"networks: [{name: a, family: evm, verify: on, verify_quorum: 1, upstreams: [{url: 'http://a'}]}]",
+		"networks: [{name: a, family: evm, verify: on, chain_id: '0x1', upstreams: [{url: 'http://a'}]}]",
+		"keys: [{name: a, key: k0123456789abcdef0123456789abcdef, allow_user_agents: ['viem/'], jwt_audience: app}]",
+	} {
+		cfg, err := config.Parse([]byte(yml), func(string) (string, bool) { return "", false })
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err != nil {
+			t.Errorf("%s: %v", yml, err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 )
 
 var (
@@ -29,8 +30,19 @@ func checkVerify(field string, n *Network) error {
 	default:
 		return fmt.Errorf("config: %s.verify: the %s family's answers are not verified by the gateway (docs/verify.md); evm and starknet networks take verify: %s", field, n.Family, n.Verify)
 	}
-	if n.VerifyQuorum < 0 || (len(n.Upstreams) > 0 && n.VerifyQuorum > len(n.Upstreams)) {
-		return fmt.Errorf("config: %s.verify_quorum: want 0 (a majority) up to the %d upstreams, got %d", field, len(n.Upstreams), n.VerifyQuorum)
+	// A quorum below a majority trusts the hash of the nodes that answer
+	// while the others are slow or down: one lying node then has its
+	// headers trusted. A network without upstreams has one node, its
+	// embedded devnet.
+	nodes := max(len(n.Upstreams), 1)
+	if q := n.VerifyQuorum; q != 0 && (q < nodes/2+1 || q > nodes) {
+		return fmt.Errorf("config: %s.verify_quorum: want 0 (a majority, the default) or %d to %d, a majority of the %d nodes at least, got %d: below a majority, the nodes that answer while the others are slow or down have their hash trusted",
+			field, nodes/2+1, nodes, nodes, q)
+	}
+	if n.Family == "evm" && n.ChainID != "" {
+		if _, err := strconv.ParseUint(n.ChainID, 0, 64); err != nil {
+			return fmt.Errorf("config: %s.chain_id: verify needs an EVM chain id, a number such as \"0x1\" or \"1\", got %q", field, n.ChainID)
+		}
 	}
 	if n.VerifyCheckpoint != "" && !pattern.MatchString(n.VerifyCheckpoint) {
 		return fmt.Errorf("config: %s.verify_checkpoint: want %s", field, want)

@@ -449,14 +449,16 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 		if len(rq.id.Methods) > 0 && !rq.net.Methods.anySub(s, rq.id.Methods) {
 			return prepared{}, &portico.ForbiddenError{What: portico.AllowMethod, Value: c.Method}
 		}
-		if r := rq.id.Rules; r != nil && len(r.Addresses) > 0 {
-			if err := checkLogsSubscription(r, c.Params); err != nil {
-				return prepared{}, err
-			}
-		}
 		sp, err := s.Params(c.Params)
 		if err != nil {
 			return prepared{}, portico.Answered(err)
+		}
+		if r := rq.id.Rules; r != nil && len(r.Addresses) > 0 {
+			// The kind the params name says where they name contracts.
+			stmt := s.Contracts[sp.Kind]
+			if err := checkContracts(r, c.Method, &stmt, c.Params); err != nil {
+				return prepared{}, err
+			}
 		}
 		return prepared{m: &portico.Method{Name: s.Method, Cost: s.Cost}, sub: s, subParams: sp}, nil
 	}
@@ -475,7 +477,7 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 		return prepared{}, &portico.ForbiddenError{What: portico.AllowMethod, Value: c.Method}
 	}
 	if r := rq.id.Rules; r != nil && len(r.Addresses) > 0 {
-		if err := checkTarget(r, m.Name, c.Params); err != nil {
+		if err := checkContracts(r, m.Name, &m.Contracts, c.Params); err != nil {
 			return prepared{}, err
 		}
 	}

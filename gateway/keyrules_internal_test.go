@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,62 +17,6 @@ import (
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
 )
-
-func BenchmarkCheckTarget(b *testing.B) {
-	r := &apikey.Rules{Addresses: []string{"0x1111111111111111111111111111111111111111", "0x2222222222222222222222222222222222222222"}, UserAgents: []string{"bench/"}}
-	params := []byte(`[{"to":"0x1111111111111111111111111111111111111111","data":"0x70a08231"},"latest"]`)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := checkTarget(r, "eth_call", params); err != nil {
-			b.Fatal(err)
-		}
-		if !r.UserAgentAllowed("Mozilla/5.0 bench/1.0") {
-			b.Fatal("ua")
-		}
-	}
-}
-
-// TestCheckTarget reads targets as go-ethereum does, and refuses what
-// names no address or one off the list.
-func TestCheckTarget(t *testing.T) {
-	const a, other = "0x1111111111111111111111111111111111111111", "0x3333333333333333333333333333333333333333"
-	r := &apikey.Rules{Addresses: []string{a}}
-	tests := []struct {
-		method, params string
-		ok             bool
-	}{
-		{"eth_call", `[{"to":"` + a + `"},"latest"]`, true},
-		{"eth_call", `[{"TO":"` + a + `"}]`, true},
-		{"eth_call", `[{"to":"` + a + `","To":"` + other + `"}]`, false}, // geth takes the last
-		{"eth_call", `[{"to":"` + other + `","to":"` + a + `"}]`, false}, // one spelling twice: refused
-		{"eth_call", `[{"data":"0x","from":"` + other + `","to":"` + a + `","gas":"0x1"},"latest",{"` + other + `":{"balance":"0x1"}}]`, true},
-		{"eth_call", `[{"to":["` + a + `"]}]`, false},
-		{"eth_getLogs", `[{"address":["` + a + `","` + a + `"],"topics":[null,["0x01"]]}]`, true},
-		{"eth_getLogs", `[{"ADDRESS":"` + other + `"}]`, false},
-		{"eth_getLogs", `[{"address":"` + a + `"`, false}, // cut short
-		{"eth_call", `[{"to":null}]`, false},
-		{"eth_call", `{"to":"` + a + `"}`, false}, // named params name no target
-		{"eth_call", `[]`, false},
-		{"eth_getLogs", `[{"address":"` + a + `"}]`, true},
-		{"eth_getLogs", `[{"address":["` + a + `",1]}]`, false},
-		{"eth_getLogs", `[{"address":[]}]`, false},
-		{"eth_getBalance", `["` + strings.ToUpper(a[2:]) + `"]`, false}, // no 0x: not the listed address
-		{"eth_getBalance", `["0x` + strings.ToUpper(a[2:]) + `","latest"]`, true},
-		{"eth_blockNumber", `[]`, true},
-		{"eth_sendRawTransaction", `["0x00"]`, true},
-	}
-	for _, tc := range tests {
-		if err := checkTarget(r, tc.method, []byte(tc.params)); (err == nil) != tc.ok {
-			t.Errorf("%s %s: %v, want ok %v", tc.method, tc.params, err, tc.ok)
-		}
-	}
-	if err := checkLogsSubscription(r, []byte(`["logs",{"address":"`+other+`"}]`)); err == nil {
-		t.Error("logs subscription to another contract passed")
-	}
-	if err := checkLogsSubscription(r, []byte(`["newHeads"]`)); err != nil {
-		t.Errorf("newHeads: %v", err)
-	}
-}
 
 // TestKeyCallsBucket: calls per second refill continuously, a batch is
 // admitted whole, and a key without a bucket is forgotten when idle.

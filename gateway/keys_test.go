@@ -24,16 +24,20 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/chain/evm"
 	"github.com/porticohq/portico/store"
 )
 
 // evmTable is a table with the EVM methods a contract-address allowlist
-// reads, forwarded as they come.
+// reads, forwarded as they come, with the family's statements of where
+// their params name contracts.
 func evmTable() portico.Table {
 	return portico.Table{
-		Family:       "evm",
-		DefaultCost:  10,
-		DefaultAllow: []string{"eth_call", "eth_estimateGas", "eth_getLogs", "eth_getBalance", "eth_getCode", "eth_getStorageAt", "eth_blockNumber", "eth_chainId"},
+		Family:      "evm",
+		DefaultCost: 10,
+		DefaultAllow: []string{"eth_call", "eth_estimateGas", "eth_createAccessList", "eth_getLogs", "eth_getBalance", "eth_getCode", "eth_getStorageAt",
+			"eth_simulateV1", "eth_getStorageValues", "eth_blockNumber", "eth_chainId"},
+		Contracts: evm.Contracts(),
 	}
 }
 
@@ -401,6 +405,12 @@ func TestKeyAllowlists(t *testing.T) {
 		{"address: getLogs of listed ones", addrKey, `{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"address":["` + allowedA + `","` + allowedB + `"]}]}`, nil, ok, ""},
 		{"address: getLogs naming another too", addrKey, `{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"address":["` + allowedA + `","` + other + `"]}]}`, nil, refused, "address"},
 		{"address: getLogs without an address", addrKey, `{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0x1"}]}`, nil, refused, "address"},
+		{"address: to and To, read apart by nodes", addrKey, `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"` + other + `","To":"` + allowedA + `"},"latest"]}`, nil, refused, "address"},
+		{"address: a state override", addrKey, `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"` + allowedA + `"},"latest",{"` + allowedA + `":{"code":"0x00"}}]}`, nil, refused, "address"},
+		{"address: createAccessList of another", addrKey, `{"jsonrpc":"2.0","id":1,"method":"eth_createAccessList","params":[{"to":"` + other + `"}]}`, nil, refused, "address"},
+		{"address: simulateV1 of another", addrKey, `{"jsonrpc":"2.0","id":1,"method":"eth_simulateV1","params":[{"blockStateCalls":[{"calls":[{"to":"` + other + `"}]}]},"latest"]}`, nil, refused, "address"},
+		{"address: simulateV1 of a listed one", addrKey, `{"jsonrpc":"2.0","id":1,"method":"eth_simulateV1","params":[{"blockStateCalls":[{"calls":[{"to":"` + allowedA + `"}]}]},"latest"]}`, nil, ok, ""},
+		{"address: storage values of another", addrKey, `{"jsonrpc":"2.0","id":1,"method":"eth_getStorageValues","params":[{"` + other + `":["0x0"]},"latest"]}`, nil, refused, "address"},
 		{"address: a call without a target passes", addrKey, `{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}`, nil, ok, ""},
 		{"user agent: substring", uaKey, chainID, []string{"User-Agent", "Mozilla/5.0 viem/2.21.0"}, ok, ""},
 		{"user agent: OR, any case", uaKey, chainID, []string{"User-Agent", "go-http-client/1.1"}, ok, ""},

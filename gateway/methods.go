@@ -46,7 +46,8 @@ type MethodsConfig struct {
 // NamePattern), an enabled name is neither a group nor a method name, or a
 // cost names a method that is neither a row nor allowlisted, since that is
 // a typo in config. Errors name the config field: methods[i], enable[i]
-// or costs.<name>.
+// or costs.<name>. It also fails on a table whose statement of a method's
+// contracts (portico.Contracts) cannot be followed.
 func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 	defCost := t.DefaultCost
 	if cfg.DefaultCost > 0 {
@@ -71,6 +72,11 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 			}
 		}
 		s.NotificationCost = costs
+		for kind, c := range s.Contracts {
+			if err := checkStatement(&c); err != nil {
+				return nil, fmt.Errorf("the %s table's contracts of %s %s: %v", t.Family, s.Method, kind, err)
+			}
+		}
 		if c, ok := cfg.Costs[s.Method]; ok {
 			s.Cost = c
 		}
@@ -84,6 +90,9 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 		}
 	}
 	add := func(row *portico.Method, names ...string) error {
+		if err := checkStatement(&row.Contracts); err != nil {
+			return fmt.Errorf("the %s table's contracts of %s: %v", t.Family, row.Name, err)
+		}
 		for _, name := range names {
 			for _, n := range withPrefixAliases(t.AliasPrefixes, name) {
 				if prev, ok := m.byName[n]; ok && prev != row {
@@ -96,6 +105,9 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 	}
 	for i := range t.Methods {
 		row := t.Methods[i]
+		if row.Contracts.Reads == portico.ReadsUnstated {
+			row.Contracts = t.Contracts[row.Name]
+		}
 		if err := add(&row, append([]string{row.Name}, row.Aliases...)...); err != nil {
 			return nil, err
 		}
@@ -120,6 +132,9 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 			row.Cost = defCost
 		}
 		row.Write = row.Write || slices.Contains(t.Writes, name)
+		if row.Contracts.Reads == portico.ReadsUnstated {
+			row.Contracts = t.Contracts[name]
+		}
 		if err := add(&row, name); err != nil {
 			return nil, err
 		}

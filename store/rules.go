@@ -51,44 +51,30 @@ func (r Rules) Zero() bool {
 // HasSecret reports whether calls with the key must carry a secret.
 func (r Rules) HasSecret() bool { return r.SecretHash != "" }
 
-// check validates the settings and normalizes the address list.
+// check validates the settings (apikey.Settings.Check, the checks a
+// config file's keys get too) and normalizes the address list.
 func (r *Rules) check() error {
-	if len(r.JWTKeys) > 0 {
-		if _, err := apikey.NewJWT(r.JWTKeys, r.JWTMaxLifetime, r.JWTAudience); err != nil {
-			return &InputError{"jwt_keys", err.Error()}
-		}
-	} else if r.JWTMaxLifetime != 0 || r.JWTAudience != "" {
-		return &InputError{"jwt_keys", "jwt_max_lifetime and jwt_audience need at least one public key"}
-	}
-	if r.JWTMaxLifetime < 0 || r.JWTMaxLifetime > 24*time.Hour {
-		return &InputError{"jwt_max_lifetime", "must be 0 (the default, 1h) to 24h"}
+	if err := (apikey.Settings{AllowAddresses: &r.AllowAddresses, AllowUserAgents: &r.AllowUserAgents,
+		MaxConcurrent: &r.MaxConcurrent, RequestsPerSecond: &r.RequestsPerSecond,
+		JWTKeys: &r.JWTKeys, JWTMaxLifetime: &r.JWTMaxLifetime, JWTAudience: &r.JWTAudience, Logs: r.Logs}).Check(); err != nil {
+		return inputError(err)
 	}
 	for i, a := range r.AllowAddresses {
-		if !apikey.ValidAddress(a) {
-			return &InputError{"allow_addresses", fmt.Sprintf("%q: want a 0x address of 20 bytes", a)}
-		}
 		r.AllowAddresses[i] = strings.ToLower(a)
 	}
-	for _, ua := range r.AllowUserAgents {
-		if strings.TrimSpace(ua) == "" || len(ua) > 256 {
-			return &InputError{"allow_user_agents", fmt.Sprintf("%q: want 1 to 256 characters, not only spaces", ua)}
-		}
-	}
-	if r.MaxConcurrent < 0 {
-		return &InputError{"max_concurrent", "must not be negative"}
-	}
-	if r.RequestsPerSecond < 0 {
-		return &InputError{"requests_per_second", "must not be negative"}
-	}
-	if l := r.Logs; l != nil {
-		if l.MaxAddresses < 0 || l.MaxTopics < 0 || l.MaxLogs < 0 {
-			return &InputError{"logs", "bounds must not be negative"}
-		}
-		if *l == (portico.LogLimits{}) {
-			r.Logs = nil
-		}
+	if l := r.Logs; l != nil && *l == (portico.LogLimits{}) {
+		r.Logs = nil
 	}
 	return nil
+}
+
+// inputError turns a *apikey.SettingError into the store's InputError.
+func inputError(err error) error {
+	var se *apikey.SettingError
+	if errors.As(err, &se) {
+		return &InputError{se.Field, se.Reason}
+	}
+	return err
 }
 
 func encodeRules(r Rules) string {

@@ -99,9 +99,9 @@ func TestRules(t *testing.T) {
 				t.Fatalf("patched %+v", up.Rules)
 			}
 			for field, p := range map[string]store.RulesPatch{
-				"allow_addresses": {AllowAddresses: &[]string{"0x12"}},
-				"max_concurrent":  {MaxConcurrent: ptr(-1)},
-				"jwt_keys":        {JWTKeys: &[]apikey.JWTKey{{Name: "x", PEM: "nope"}}},
+				"allow_addresses[0]": {AllowAddresses: &[]string{"0x12"}},
+				"max_concurrent":     {MaxConcurrent: ptr(-1)},
+				"jwt_keys":           {JWTKeys: &[]apikey.JWTKey{{Name: "x", PEM: "nope"}}},
 			} {
 				var in *store.InputError
 				if _, err := s.Update(ctx, "guarded", store.Patch{Rules: p}); !errors.As(err, &in) || in.Field != field {

@@ -134,20 +134,8 @@ func (s *Store) Close() error { return s.db.Close() }
 // Backend names the database behind the store: "sqlite" or "postgres".
 func (s *Store) Backend() string { return s.dialect.Name }
 
-// validName reports whether a key name is usable: 1 to 64 printable
-// characters without spaces, so that it is safe in logs and on a command
-// line.
-func validName(name string) error {
-	if name == "" || len(name) > 64 {
-		return &InputError{"name", fmt.Sprintf("must be 1 to 64 characters, got %d", len(name))}
-	}
-	for _, r := range name {
-		if r <= ' ' || r == 0x7f {
-			return &InputError{"name", fmt.Sprintf("%q: no spaces or control characters", name)}
-		}
-	}
-	return nil
-}
+// validName reports whether a key name is usable (apikey.CheckName).
+func validName(name string) error { return inputError(apikey.CheckName(name)) }
 
 // CreateFirst stores a key known by its digest only if the store holds no
 // key at all, active or revoked, and reports whether it did. Of instances

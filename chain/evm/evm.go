@@ -64,6 +64,7 @@ func Table() portico.Table {
 		Subscriptions: Subscriptions(),
 		Known:         knownRules(),
 		Writes:        append([]string{"eth_sendRawTransaction", "eth_sendTransaction"}, filterMethods...),
+		Contracts:     Contracts(),
 		AliasPrefixes: map[string]string{"evm_": "eth_"},
 		// Any namespace, so that a network can name engine_, testing_ or
 		// admin_ methods; none of them passes unless named.

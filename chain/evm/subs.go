@@ -41,6 +41,7 @@ func Subscriptions() portico.Subscriptions {
 			NotificationCost: map[string]int{
 				"newHeads": CostNewHeadNotification, "logs": CostLogNotification, "newPendingTransactions": CostPendingNotification,
 			},
+			Contracts: SubscriptionContracts(),
 		}},
 		IDs:                     portico.IDHex,
 		IDMember:                "subscription",

@@ -47,6 +47,7 @@ var setups = map[string]func(context.Context, *cli) error{
 	"observe":     observeSetup,
 	"subs":        subsSetup,
 	"guess":       guessSetup,
+	"allowlist":   allowlistSetup,
 }
 
 func run(ctx context.Context, c *cli) error {
@@ -444,6 +445,9 @@ type porticoOptions struct {
 	// file.
 	stderr io.Writer
 	pprof  string // --pprof ADDR, when set
+	// keyRules are more members of the bench key's flow mapping (its
+	// allowlists), such as "allow_addresses: [...]".
+	keyRules string
 }
 
 // startPorticoWith runs the portico binary with opts, key checks and
@@ -458,7 +462,11 @@ func startPorticoWith(ctx context.Context, c *cli, opts porticoOptions) (*proces
 	if logCfg == "" {
 		logCfg = "{level: warn}"
 	}
-	fmt.Fprintf(&cfg, "listen: 127.0.0.1:0\nlog: %s\nkeys: [{name: bench, key: %s, daily_credits: 1000000000000000}]\n", logCfg, benchKey)
+	rules := ""
+	if opts.keyRules != "" {
+		rules = ", " + opts.keyRules
+	}
+	fmt.Fprintf(&cfg, "listen: 127.0.0.1:0\nlog: %s\nkeys: [{name: bench, key: %s, daily_credits: 1000000000000000%s}]\n", logCfg, benchKey, rules)
 	switch {
 	case !opts.cache && opts.noCoalesce:
 		fmt.Fprintf(&cfg, "cache: {max_bytes: 0, coalesce_disabled: true}\n")

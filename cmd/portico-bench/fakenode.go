@@ -25,7 +25,8 @@ import (
 // its hash, the generated block by its hash with full transactions) and
 // the calls a gateway makes to track a node: eth_chainId, net_version,
 // eth_blockNumber, eth_syncing and eth_getBlockByNumber of a tag or a
-// number (a small header, {"number","hash"}). Anything else is the node's
+// number (a small header, {"number","hash"}), and any eth_call with one
+// word (the allowlist setup's small call). Anything else is the node's
 // -32601.
 //
 // SIGUSR1 holds its head back by fakeLag blocks (a node that lags);
@@ -43,6 +44,10 @@ const fakeLag = 8
 // recordedTx is the small call's recording: a legacy transfer as geth
 // answers it on the execution-apis test chain.
 const recordedTx = "evm/tests/eth_getTransactionByHash/get-legacy-tx.io"
+
+// fakeCallResult answers every eth_call: one 32-byte word, as a token's
+// balanceOf does.
+const fakeCallResult = `"0x0000000000000000000000000000000000000000000000000000000000000001"`
 
 // fakeCalls are the two calls the fixed setup measures.
 type fakeCalls struct {
@@ -241,6 +246,8 @@ func (n *fakeNode) result(req fakeRequest) []byte {
 			return n.calls.block.JSON
 		}
 		return []byte("null")
+	case "eth_call":
+		return []byte(fakeCallResult)
 	case "eth_chainId":
 		return n.chainID
 	case "net_version":

@@ -94,7 +94,8 @@ func TestFakeNode(t *testing.T) {
 		{"future", `{"jsonrpc":"2.0","id":7,"method":"eth_getBlockByNumber","params":["0x11",false]}`, `{"jsonrpc":"2.0","id":7,"result":null}`},
 		{"tx", string(calls.txBody()), `{"jsonrpc":"2.0","id":1,"result":` + string(calls.txResult) + `}`},
 		{"block", string(calls.blockBody()), `{"jsonrpc":"2.0","id":1,"result":` + string(calls.block.JSON) + `}`},
-		{"unknown", `{"jsonrpc":"2.0","id":2,"method":"eth_call","params":[]}`, `{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"the method eth_call does not exist/is not available"}}`},
+		{"call", `{"jsonrpc":"2.0","id":2,"method":"eth_call","params":[{"to":"0x1111111111111111111111111111111111111111"},"latest"]}`, `{"jsonrpc":"2.0","id":2,"result":` + fakeCallResult + `}`},
+		{"unknown", `{"jsonrpc":"2.0","id":2,"method":"eth_getCode","params":[]}`, `{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"the method eth_getCode does not exist/is not available"}}`},
 		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2,"method":"eth_syncing"}]`, `[{"jsonrpc":"2.0","id":1,"result":"0x1"},{"jsonrpc":"2.0","id":2,"result":false}]`},
 	} {
 		if got := call(c.req); got != c.want {

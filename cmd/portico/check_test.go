@@ -33,6 +33,7 @@ func TestConfigCheck(t *testing.T) {
 		{"bad upstream", "networks: [{name: a, family: evm, upstreams: [{url: 'gopher://x'}]}]", `config: networks[0].upstreams[0].url: scheme "gopher" is not http, https, ws or wss`},
 		{"bad limit", "limits: {max_batch: -1}", "config: limits.max_batch: must be positive"},
 	}
+	tests = append(tests, issue33Configs...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"config", "check"}
@@ -74,5 +75,59 @@ func TestConfigCheck(t *testing.T) {
 				t.Fatalf("serve opened things before refusing the config: %d devnets, store %v", len(m.Devnets), m.Store)
 			}
 		})
+	}
+}
+
+// issue33Configs are the values that passed the checks and hurt (issue
+// 33), and a key setting that `config check` passed and a reload refused:
+// each is refused naming its field, by `config check`, serve and reload.
+var issue33Configs = []struct{ name, yml, want string }{
+	{"a User-Agent allowlist entry of nothing", "keys: [{name: app, key: app0123456789abcdef0123456789abc, allow_user_agents: ['']}]",
+		`config: keys[0].allow_user_agents[0]: want 1 to 256 characters, not only spaces, got ""`},
+	{"a key name the store refuses", "keys: [{name: 'my app', key: app0123456789abcdef0123456789abc}]", `config: keys[0].name: "my app": no spaces or control characters`},
+	{"a key name twice", "keys: [{name: app, key: app0123456789abcdef0123456789abc}, {name: app, key: bpp0123456789abcdef0123456789abc}]", `config: keys[1].name: "app" is also the name of keys[0]`},
+	{"poll_interval: 1ns", "networks: [{name: a, family: evm, upstreams: [{url: 'http://127.0.0.1:1'}], poll_interval: 1ns}]", "config: networks[0].poll_interval: want 0 (the family's default) or at least 50ms, got 1ns"},
+	{"verify_quorum: 1 of two nodes", "networks: [{name: a, family: evm, verify: on, verify_quorum: 1, upstreams: [{url: 'http://127.0.0.1:1'}, {url: 'http://127.0.0.1:2'}]}]",
+		"config: networks[0].verify_quorum: want 0 (a majority, the default) or 2 to 2, a majority of the 2 nodes at least, got 1"},
+	{"max_batch: 100000000", "limits: {max_batch: 100000000}", "config: limits.max_batch: at most 10000, got 100000000"},
+	{"logs.parallel: 100000", "networks: [{name: a, family: evm, upstreams: [{url: 'http://127.0.0.1:1'}], logs: {parallel: 100000}}]", "config: networks[0].logs.parallel: want 1 to 64"},
+	{"a verified network's chain_id that is no number", "networks: [{name: a, family: evm, verify: on, chain_id: mainnet, upstreams: [{url: 'http://127.0.0.1:1'}]}]", "config: networks[0].chain_id: verify needs an EVM chain id"},
+}
+
+// TestCheckAndReloadAgree: a running serve reloading each of
+// issue33Configs refuses it with the error `config check` gives for the
+// same file, and keeps serving.
+func TestCheckAndReloadAgree(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "portico.yaml")
+	// As start runs it (port 0, debug log), so that reloading it changes
+	// nothing that needs a restart.
+	const same = "listen: 127.0.0.1:0\nlog: {level: debug}\n"
+	good := same + "networks: [{name: a, family: evm, upstreams: [{url: 'http://127.0.0.1:1'}]}]\n"
+	if err := os.WriteFile(path, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, cfg, func(m *Main) { m.ConfigPath = path })
+	for _, tc := range issue33Configs {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(path, []byte(same+tc.yml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			checkErr := run(context.Background(), []string{"config", "check", "--config", path}, &out, &errOut)
+			reloadErr := s.m.Reload(context.Background())
+			if checkErr == nil || reloadErr == nil || checkErr.Error() != reloadErr.Error() || !strings.HasPrefix(checkErr.Error(), tc.want) {
+				t.Fatalf("config check: %v\nreload: %v\nwant both %s", checkErr, reloadErr, tc.want)
+			}
+		})
+	}
+	if err := os.WriteFile(path, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.m.Reload(context.Background()); err != nil {
+		t.Fatalf("the good file again: %v", err)
 	}
 }
