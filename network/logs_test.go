@@ -245,7 +245,7 @@ func TestSplitLogs(t *testing.T) {
 			if out.Err != nil {
 				t.Fatal(out.Err)
 			}
-			r, _ := n.logRange(c.Params.Logs, portico.Heads{Latest: node.head}, true)
+			r, _ := n.logRange(c.Params.Logs, portico.Heads{Latest: node.head})
 			want := node.answer(r.from, r.to)
 			if string(out.Result) != string(want) {
 				t.Errorf("merged answer differs from the node's own (%d bytes, want %d)", len(out.Result), len(want))
