@@ -294,7 +294,8 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		refund := int64(0)
 		switch {
 		case o.Err != nil && refundable(o.Err):
-			refund = int64(preps[i].m.Cost)
+			// Less what its verification's node calls used, which stays.
+			refund = max(int64(preps[i].m.Cost-o.Kept), 0)
 		case o.Err == nil && o.Cache == network.CacheHit && rq.st.hitOff > 0:
 			refund = int64(preps[i].m.Cost) * int64(rq.st.hitOff) / 100
 		case o.Refund > 0:

@@ -86,6 +86,10 @@ type Outcome struct {
 	// top of its charge: a verification's node calls past what that pays
 	// for (docs/metering.md).
 	Charged int64
+	// Kept is the part of the call's charge that its verification's node
+	// calls used: it stays charged even when the call fails in a way that
+	// is refunded.
+	Kept int
 }
 
 // Call serves one call: from the network's heads when the method answers
@@ -111,10 +115,9 @@ func (n *Network) Call(ctx context.Context, c Call, frame []byte) Outcome {
 		if out.Err != nil {
 			return out
 		}
-		verified := out.Verified
-		out = n.capLogs(out, lim, r, known)
-		out.Verified = verified
-		return out
+		capped := n.capLogs(out, lim, r, known)
+		capped.Verified, capped.Charged, capped.Kept = out.Verified, out.Charged, out.Kept
+		return capped
 	}
 	if c.Params.Logs != nil {
 		return n.callLogs(ctx, c, frame)

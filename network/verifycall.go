@@ -34,7 +34,7 @@ func (n *Network) verifiedCall(ctx context.Context, c Call, frame []byte) Outcom
 	}
 	ctx, done := n.startWork(ctx, c)
 	out := n.verifiedAnswer(ctx, c, frame, handler)
-	out.Charged = done()
+	out.Charged, out.Kept = done()
 	return out
 }
 

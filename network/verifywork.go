@@ -66,8 +66,9 @@ const (
 
 // startWork returns the work of verified call c, and ctx carrying it and
 // a holding of the call's memory budget; done ends both and returns what
-// was charged for node calls on top of the call's charge.
-func (n *Network) startWork(ctx context.Context, c Call) (context.Context, func() int64) {
+// was charged for node calls on top of the call's charge, and the part of
+// that charge the node calls used.
+func (n *Network) startWork(ctx context.Context, c Call) (context.Context, func() (charged int64, kept int)) {
 	w := &work{n: n, key: c.Key, method: c.Method.Name, next: firstBlock}
 	if p := n.verifyPrice.Load(); p > 0 && n.meter != nil {
 		w.price = p
@@ -76,7 +77,7 @@ func (n *Network) startWork(ctx context.Context, c Call) (context.Context, func(
 	}
 	h := &holding{budget: c.Budget}
 	ctx = context.WithValue(context.WithValue(ctx, workKey{}, w), holdingKey{}, h)
-	return ctx, func() int64 {
+	return ctx, func() (int64, int) {
 		h.release()
 		return w.finish()
 	}
@@ -158,10 +159,12 @@ func (w *work) charge(ctx context.Context, calls int64) error {
 }
 
 // finish gives back what blocks paid for and the call did not use, and
-// returns the credits charged for node calls in all.
-func (w *work) finish() int64 {
+// returns the credits charged for node calls past the call's own charge,
+// and those of its own charge the node calls used.
+func (w *work) finish() (charged int64, kept int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	kept = int(min(w.calls, w.own) * w.price)
 	unused := min(w.paid-max(w.calls, w.own), w.charged/max(w.price, 1))
 	if unused > 0 && w.charged > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), chargeTimeout)
@@ -174,7 +177,7 @@ func (w *work) finish() int64 {
 			w.paid -= unused
 		}
 	}
-	return w.charged
+	return w.charged, kept
 }
 
 // holding is the bytes a verification holds for as long as its scope
