@@ -42,8 +42,8 @@ func TestLogRangesResolved(t *testing.T) {
 		{"finalized not known", logsNode{head: 20000}, `{"fromBlock":"finalized","toBlock":"latest"}`, "range", 0},
 		{"finalized known", logsNode{head: 20000, finalized: 19990}, `{"fromBlock":"finalized","toBlock":"latest"}`, "", 255},
 		{"safe not known, at the end", logsNode{head: 20000}, `{"fromBlock":"0x4651","toBlock":"safe"}`, "", 2 * 255},
-		{"past the head", logsNode{head: 20000}, `{"fromBlock":"0x4e16","toBlock":"0x55f0"}`, "block range extends beyond current head block: toBlock 0x55f0, head 0x4e20", 0},
-		{"reversed once resolved", logsNode{head: 20000}, `{"fromBlock":"0x4e84"}`, "invalid block range params: fromBlock 0x4e84 is after toBlock 0x4e20", 0},
+		{"past the head", logsNode{head: 20000}, `{"fromBlock":"0x4e16","toBlock":"0x55f0"}`, "block range extends beyond current head block", 0},
+		{"reversed once resolved", logsNode{head: 20000}, `{"fromBlock":"0x4e84"}`, "invalid block range params", 0},
 		{"past the head, heads not fresh", logsNode{head: 20000, stale: true}, `{"fromBlock":"0x4e16","toBlock":"0x4e84"}`, "", 255},
 	}
 	for _, tc := range tests {
@@ -74,9 +74,10 @@ func TestLogRangesResolved(t *testing.T) {
 				if !errors.As(perr, &wrong) || !errors.As(out.Err, &wrong) {
 					t.Fatalf("price error %v, call error %v; want a LogRangeError", perr, out.Err)
 				}
-				e, _, _ := jsonrpc.ErrorFor(portico.Answered(perr))
-				if e.Code != -32602 || e.Message != tc.want {
-					t.Errorf("answered %d %q, want -32602 %q", e.Code, e.Message, tc.want)
+				// go-ethereum's answer, byte for byte: no data of Portico's.
+				e, _, _ := jsonrpc.ErrorFor(perr)
+				if e.Code != -32602 || e.Message != tc.want || len(e.Data) != 0 {
+					t.Errorf("answered %d %q %s, want -32602 %q", e.Code, e.Message, e.Data, tc.want)
 				}
 			}
 			if node.callCount() != 0 {

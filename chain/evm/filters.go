@@ -1,8 +1,6 @@
 package evm
 
 import (
-	"fmt"
-
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
@@ -72,15 +70,15 @@ func filterID(op portico.FilterOp) func(jsontext.Value) (portico.Params, error) 
 
 // wrongRange is go-ethereum's refusal of a log query whose range the
 // served chain shows to be wrong (eth/filters: errInvalidBlockRange,
-// errBlockRangeIntoFuture; the execution-apis test
-// eth_getLogs/filter-error-future-block-range expects the second), with
-// the numbers that make it so.
+// errBlockRangeIntoFuture), word for word, so that a client (and the
+// execution-apis test eth_getLogs/filter-error-future-block-range) gets
+// the answer a node would give, byte for byte.
 func wrongRange(from, to, head uint64) error {
 	switch {
 	case from > to:
-		return &rangeError{fmt.Sprintf("invalid block range params: fromBlock 0x%x is after toBlock 0x%x", from, to)}
+		return &rangeError{"invalid block range params"}
 	case to > head:
-		return &rangeError{fmt.Sprintf("block range extends beyond current head block: toBlock 0x%x, head 0x%x", to, head)}
+		return &rangeError{"block range extends beyond current head block"}
 	}
 	return nil
 }
