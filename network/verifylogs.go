@@ -10,6 +10,7 @@ import (
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
@@ -161,15 +162,18 @@ func (v *verifier) windowLogs(ctx context.Context, fields map[string]json.RawMes
 	filter, _ := json.Marshal(fields)
 
 	// The receipts of the blocks whose bloom may match, fetched at once
-	// while the node answers the query.
+	// while the node answers the query. Of each, only the logs the
+	// filter matches are kept: a block and its receipts are held while
+	// they are read and checked, then let go (they stay in the kept
+	// blocks and receipts, which are bounded apart).
 	type fetched struct {
-		rs  map[common.Hash]*verify.Receipts
-		err error
+		want map[common.Hash][]*types.Log
+		err  error
 	}
 	ready := make(chan fetched, 1)
 	go func() {
 		var mu sync.Mutex
-		rs := map[common.Hash]*verify.Receipts{}
+		want := map[common.Hash][]*types.Log{}
 		var first error
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 8)
@@ -180,21 +184,29 @@ func (v *verifier) windowLogs(ctx context.Context, fields map[string]json.RawMes
 			wg.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				b, err := v.block(ctx, h.Hash())
-				var r *verify.Receipts
+				bctx, held := subHolding(ctx)
+				b, err := v.block(bctx, h.Hash())
+				var logs []*types.Log
 				if err == nil {
-					r, err = v.receiptsOf(ctx, b)
+					var rs *verify.Receipts
+					if rs, err = v.receiptsOf(bctx, b); err == nil {
+						logs, err = verify.ExpectedLogs(q, h, rs)
+					}
+				}
+				held.release()
+				if err == nil {
+					err = hold(ctx, verify.LogsSize(logs))
 				}
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil && first == nil {
 					first = err
 				}
-				rs[h.Hash()] = r
+				want[h.Hash()] = logs
 			})
 		}
 		wg.Wait()
-		ready <- fetched{rs, first}
+		ready <- fetched{want, first}
 	}()
 	var (
 		once sync.Once
@@ -210,7 +222,13 @@ func (v *verifier) windowLogs(ctx context.Context, fields map[string]json.RawMes
 			// Not this node's fault: the receipts could not be had.
 			return nil, fmt.Errorf("%w: %w", upstream.ErrMissing, f.err)
 		}
-		return verify.VerifyLogs(res, q, headers, f.rs)
+		var want []*types.Log
+		for _, h := range headers {
+			if verify.MayHaveLogs(h, q) {
+				want = append(want, f.want[h.Hash()]...)
+			}
+		}
+		return verify.CheckLogs(res, want)
 	})
 	if err != nil {
 		if f := receipts(); f.err != nil && !errors.Is(err, verify.ErrMismatch) {

@@ -219,10 +219,7 @@ func (rs *Receipts) Size() int64 {
 		n += int64(len(raw))
 	}
 	for _, r := range rs.Receipts {
-		n += 512 // the receipt, its bloom and derived fields
-		for _, l := range r.Logs {
-			n += 160 + int64(len(l.Data)) + 32*int64(len(l.Topics))
-		}
+		n += 512 + LogsSize(r.Logs) // the receipt, its bloom and derived fields, its logs
 	}
 	return n
 }
