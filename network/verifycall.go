@@ -97,11 +97,18 @@ func (n *Network) verifiedAnswer(ctx context.Context, c Call, frame []byte, hand
 // unverified handles a verified method's call whose check did not pass.
 func (n *Network) unverified(ctx context.Context, c Call, frame []byte, err error) Outcome {
 	m := c.Method
-	var spent *spendError
+	var (
+		spent *spendError
+		limit *portico.LimitError
+	)
 	switch {
 	case errors.As(err, &spent):
 		// The key cannot pay for the verification's next node call.
 		return Outcome{Err: spent.err, Verified: Unverified}
+	case errors.As(err, &limit) && limit.Limit == portico.LimitMemory:
+		// What it holds passes the call's memory budget: not a gap in
+		// the nodes' data, whatever wraps it.
+		return Outcome{Err: err, Verified: Unverified}
 	case errors.Is(err, verify.ErrMismatch), errors.Is(err, verify.ErrMalformed):
 		// Every node asked answered wrong: nothing is sent.
 		return n.refuseUnverified(m.Name, "every node's answer failed its check")
