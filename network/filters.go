@@ -71,7 +71,7 @@ func (t *filterTable) add(key string, f *logFilter, now time.Time) (string, erro
 	f.id, f.key, f.used = "0x"+hex.EncodeToString(b[:]), key, now
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.sweep(now, t.perKey[key] >= maxKeyFilters)
+	t.sweep(now)
 	if t.perKey[key] >= maxKeyFilters {
 		return "", &portico.LimitError{Limit: portico.LimitKeyFilters, Max: maxKeyFilters}
 	}
@@ -87,7 +87,7 @@ func (t *filterTable) add(key string, f *logFilter, now time.Time) (string, erro
 func (t *filterTable) get(key, id string, now time.Time) *logFilter {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.sweep(now, false)
+	t.sweep(now)
 	f := t.byID[id]
 	if f == nil || f.key != key {
 		return nil
@@ -108,10 +108,11 @@ func (t *filterTable) remove(key, id string) bool {
 	return true
 }
 
-// sweep forgets the filters unused for filterTimeout, at most every
-// filterSweep unless now is forced; t.mu is held.
-func (t *filterTable) sweep(now time.Time, force bool) {
-	if !force && now.Sub(t.swept) < filterSweep {
+// sweep forgets the filters unused for filterTimeout, looking at most
+// every filterSweep (a key at its bound cannot make every call scan the
+// table); t.mu is held.
+func (t *filterTable) sweep(now time.Time) {
+	if now.Sub(t.swept) < filterSweep {
 		return
 	}
 	t.swept = now
@@ -293,13 +294,16 @@ func (n *Network) reported(f *logFilter, q *portico.LogQuery) {
 	if f.reported == nil {
 		f.reported = map[uint64]string{}
 	}
-	for b := max(q.From.Number, heads.Finalized+1); b <= q.To.Number; b++ {
+	// Only the blocks the view still has can be replaced (it keeps them
+	// back to finalized).
+	low := max(heads.Finalized+1, view.Oldest())
+	for b := max(q.From.Number, low); b <= q.To.Number; b++ {
 		if h, ok := view.Canonical(b); ok {
 			f.reported[b] = h
 		}
 	}
 	for b := range f.reported {
-		if b <= heads.Finalized {
+		if b < low {
 			delete(f.reported, b)
 		}
 	}
