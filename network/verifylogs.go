@@ -33,11 +33,12 @@ const defaultLogWindow = 1000
 // checked a window (node_range blocks) at a time, from its top down: the
 // window's headers, trusted by parent links from the one above it, the
 // receipts of its blocks whose bloom may match, fetched while the node
-// answers the query over the window, and the node's answer; then all of
-// it is let go but the window's verified logs. So a verification holds
-// one window's headers, blocks and receipts at a time, whatever the
-// range, and more kept headers than the cache has room for cost node
-// calls, which are charged (verifywork.go), not memory.
+// answers the query over the window (of each block only the logs the
+// filter matches are kept), and the node's answer; then all of it is let
+// go but the window's verified logs. So a verification holds one
+// window's headers and at most 8 blocks' receipts at a time, whatever
+// the range, and more headers than the verifier keeps cost node calls,
+// which are charged (verifywork.go), not memory.
 func (v *verifier) getLogs(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
 	ps, err := splitParams(params)
 	if err != nil || len(ps) != 1 {
