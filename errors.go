@@ -83,6 +83,10 @@ var (
 	// ErrSecretWrong means the request carried a secret that is not the
 	// key's (nor, during a rotation's grace period, its previous one).
 	ErrSecretWrong = errors.New("portico: API key secret wrong")
+	// ErrFilterNotFound means a call names a log filter the gateway does
+	// not keep for the calling key (never made, uninstalled, or expired);
+	// answered as go-ethereum answers it.
+	ErrFilterNotFound = errors.New("filter not found")
 )
 
 // HeaderKeySecret is the request header that may carry a key's secret,
@@ -191,6 +195,8 @@ const (
 	LimitBatchResponse    = "batch response"
 	LimitSubscriptions    = "subscriptions per connection"
 	LimitKeySubscriptions = "subscriptions per key"
+	// LimitKeyFilters is the log filters one key may keep on a network.
+	LimitKeyFilters = "log filters per key"
 	// LimitResult is one node answer's size (limits.max_result_bytes),
 	// checked while the answer is read.
 	LimitResult = "result"
@@ -218,6 +224,8 @@ func (e *LimitError) Error() string {
 		return fmt.Sprintf("too many subscriptions on this connection: limit is %d", e.Max)
 	case LimitKeySubscriptions:
 		return fmt.Sprintf("too many subscriptions for this API key: limit is %d", e.Max)
+	case LimitKeyFilters:
+		return fmt.Sprintf("too many log filters for this API key on this network: limit is %d; uninstall one, or let one expire (5 minutes unpolled)", e.Max)
 	case LimitBatchResponse:
 		return fmt.Sprintf("batch response too large: this call's result does not fit in the batch's limit of %d bytes", e.Max)
 	case LimitHeaders:

@@ -25,7 +25,25 @@ type LogQuery struct {
 	// blocks from to to (numbers); nil means the family's query cannot be
 	// split (the rollup pages with a continuation token instead).
 	Range func(from, to uint64) jsontext.Value
+	// Wrong, when not nil, returns the family's refusal of a range that
+	// the served chain shows to be wrong once its ends are resolved: it
+	// starts after it ends, or it ends past head, the served chain's
+	// head; nil when the range is right. The error is worded as the
+	// family's nodes word it (go-ethereum's -32602 for the EVM). A family
+	// that leaves such ranges to its nodes sets none.
+	Wrong func(from, to, head uint64) error
 }
+
+// LogRangeError is a log query refused before any node was asked because
+// the served chain shows its range to be wrong (LogQuery.Wrong): it costs
+// nothing. Err is the family's answer, which gives the code and message.
+type LogRangeError struct{ Err error }
+
+// Error is the family's message.
+func (e *LogRangeError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the family's error, which carries the code.
+func (e *LogRangeError) Unwrap() error { return e.Err }
 
 // How a log query is charged (LogSettings.Cost).
 const (

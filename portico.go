@@ -67,6 +67,10 @@ type Params struct {
 	// Logs, when not nil, describes a log query (eth_getLogs,
 	// starknet_getEvents), which the network bounds and may split.
 	Logs *LogQuery
+	// Filter, when not nil, is a call about a log filter the gateway keeps
+	// itself rather than a node (eth_newFilter and the calls naming its
+	// id).
+	Filter *LogFilter
 }
 
 // Cacheability says whether and for how long an answer may be served from

@@ -41,6 +41,9 @@ type prepared struct {
 	sub       *portico.Subscription
 	subParams portico.SubParams
 	unsub     jsontext.Value
+	// row is the method's own row when m is a copy priced for this call
+	// (a log query priced by its range): what the network is given.
+	row *portico.Method
 	// local answers the call in the gateway (portico_getCredits).
 	local bool
 	// served, when set, is told which node answered.
@@ -182,7 +185,13 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		case p.unsub != nil:
 			outs[i] = rq.net.Served.Unsubscribe(ctx, p.unsub)
 		default:
-			c := network.Call{Method: p.m, Params: p.params, Served: p.served, Budget: budget}
+			c := network.Call{Method: p.m, Params: p.params, Served: p.served, Budget: budget, Key: rq.id}
+			if p.row != nil {
+				c.Method = p.row
+			}
+			if g.meter != nil {
+				c.Charged = p.m.Cost
+			}
 			if r := rq.id.Rules; r != nil {
 				c.Logs = r.Logs
 			}
@@ -234,7 +243,7 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 	var after []int64
 	if g.meter != nil && chargeErr == nil && rq.net.Served != nil {
 		for i := range outs {
-			if preps[i].m == nil || preps[i].local || outs[i].Err != nil || preps[i].params.Logs == nil {
+			if preps[i].m == nil || preps[i].local || outs[i].Err != nil || (preps[i].params.Logs == nil && preps[i].params.Filter == nil) {
 				continue
 			}
 			extra := int64(rq.net.Served.CostAfter(outs[i]))
@@ -279,13 +288,18 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 			continue
 		}
 		// Failures through our fault or the node's are refunded; a cache
-		// hit gives back what configuration says a hit does not cost.
+		// hit gives back what configuration says a hit does not cost; a
+		// log query that failed part way gives back the price of the part
+		// no node answered (network.Outcome.Refund).
 		refund := int64(0)
 		switch {
 		case o.Err != nil && refundable(o.Err):
-			refund = int64(preps[i].m.Cost)
+			// Less what its verification's node calls used, which stays.
+			refund = max(int64(preps[i].m.Cost-o.Kept), 0)
 		case o.Err == nil && o.Cache == network.CacheHit && rq.st.hitOff > 0:
 			refund = int64(preps[i].m.Cost) * int64(rq.st.hitOff) / 100
+		case o.Refund > 0:
+			refund = min(int64(o.Refund), int64(preps[i].m.Cost))
 		}
 		if refund > 0 {
 			if err := g.meter.Refund(ctx, bill, metering.Item{Method: preps[i].m.Name, Cost: refund}); err != nil {
@@ -296,6 +310,13 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 		cost := int64(preps[i].m.Cost) - refund
 		if after != nil {
 			cost += after[i]
+		}
+		if o.Charged > 0 {
+			// What the network charged while the call ran (a
+			// verification's node calls): in the request's credit headers.
+			cost += o.Charged
+			bill.Charged += o.Charged
+			bill.Used += o.Charged
 		}
 		spent += cost
 		if w != nil {
@@ -404,11 +425,14 @@ func refundable(err error) bool {
 	var rpcErr *jsonrpc.Error
 	var limit *portico.LimitError
 	var logs *portico.LogsTooLargeError
+	var wrong *portico.LogRangeError
 	switch {
 	case errors.As(err, &up), errors.Is(err, portico.ErrUnverified):
 		return true
 	case errors.As(err, &logs):
 		return logs.BeforeWork() // refused before a node was asked
+	case errors.As(err, &wrong):
+		return true // refused before a node was asked
 	case errors.As(err, &limit) && (limit.Limit == portico.LimitBatchResponse || limit.Limit == portico.LimitResult || limit.Limit == portico.LimitMemory):
 		return true // answered by the node, withheld by us
 	case errors.As(err, &rpcErr), errors.Is(err, context.Canceled):
@@ -489,16 +513,22 @@ func (g *Gateway) prepare(rq request, c *jsonrpc.Call) (prepared, error) {
 		}
 		params = p
 	}
-	if params.Logs != nil && rq.net.Served != nil {
-		// A log query may cost by its range (docs/logs.md).
-		lc := network.Call{Method: m, Params: params}
+	if (params.Logs != nil || params.Filter != nil) && rq.net.Served != nil {
+		// A log query may cost by its range, and is refused here, before
+		// it is charged, when it passes its bounds or the served chain
+		// shows its range to be wrong (docs/logs.md).
+		lc := network.Call{Method: m, Params: params, Key: rq.id}
 		if r := rq.id.Rules; r != nil {
 			lc.Logs = r.Logs // the key's range bound prices the query too
 		}
-		if cost := rq.net.Served.Cost(lc); cost != m.Cost {
+		cost, err := rq.net.Served.Price(lc)
+		if err != nil {
+			return prepared{}, err
+		}
+		if cost != m.Cost {
 			priced := *m
 			priced.Cost = cost
-			m = &priced
+			return prepared{m: &priced, row: m, params: params}, nil
 		}
 	}
 	return prepared{m: m, params: params}, nil

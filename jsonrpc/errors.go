@@ -46,6 +46,9 @@ func ErrorFor(err error) (e *Error, status int, known bool) {
 		return &Error{Code: portico.CodeLimitExceeded, Message: quotaErr.Error(), Data: append(data, '}')}, http.StatusTooManyRequests, true
 	case errors.As(err, &forbidErr):
 		return &Error{Code: portico.CodeKeyRejected, Message: "rejected due to API key settings: " + forbidErr.Error(), Data: reason(forbidErr.What)}, http.StatusForbidden, true
+	case errors.Is(err, portico.ErrFilterNotFound):
+		// go-ethereum's and anvil's code and words.
+		return &Error{Code: -32000, Message: "filter not found"}, http.StatusOK, true
 	case errors.Is(err, portico.ErrMeteringUnavailable):
 		return &Error{Code: portico.CodeMeteringDown, Message: "metering unavailable: calls are refused until it is back"}, http.StatusServiceUnavailable, true
 	case errors.As(err, &rpcErr):
@@ -109,7 +112,7 @@ func limitError(l *portico.LimitError) (*Error, int, bool) {
 		return &Error{Code: portico.CodeWSMessageTooLarge, Message: l.Error()}, http.StatusRequestEntityTooLarge, true
 	case portico.LimitConnections, portico.LimitConnectionsPerIP, portico.LimitWSPerKey:
 		return &Error{Code: portico.CodeTooManyConns, Message: l.Error()}, http.StatusServiceUnavailable, true
-	case portico.LimitSubscriptions, portico.LimitKeySubscriptions:
+	case portico.LimitSubscriptions, portico.LimitKeySubscriptions, portico.LimitKeyFilters:
 		return &Error{Code: portico.CodeTooManySubs, Message: l.Error()}, http.StatusOK, true
 	case portico.LimitBatchResponse:
 		return &Error{Code: portico.CodeBatchResponse, Message: l.Error()}, http.StatusRequestEntityTooLarge, true

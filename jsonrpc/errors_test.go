@@ -73,6 +73,10 @@ func TestErrorsDoc(t *testing.T) {
 		{"method", &portico.MethodNotFoundError{Method: "foo"}, -32601, "200", "the method foo does not exist/is not available"},
 		{"logs", &portico.LogsTooLargeError{Bound: portico.LogBoundRange, Max: 100000, Got: 200000, Suggest: true, From: 1, To: 100000}, portico.CodeLogsTooLarge, "200",
 			"log query too large: the block range spans 200000 blocks, limit is 100000; this block range would fit: [0x1, 0x186a0]"},
+		{"log range", &portico.LogRangeError{Err: familyRangeError("block range extends beyond current head block")}, -32602, "200",
+			"block range extends beyond current head block"},
+		{"filter not found", portico.ErrFilterNotFound, -32000, "200", "filter not found"},
+		{"log filters", &portico.LimitError{Limit: portico.LimitKeyFilters, Max: 256}, portico.CodeTooManySubs, "200", "too many log filters for this API key on this network: limit is 256"},
 		{"internal", errors.New("disk on fire"), jsonrpc.CodeInternalError, "500", "internal error"},
 	}
 	for _, tc := range tests {
@@ -88,7 +92,7 @@ func TestErrorsDoc(t *testing.T) {
 				t.Errorf("status = %d, want %s", status, tc.status)
 			}
 			row := fmt.Sprintf("| %d | %s ", tc.code, tc.status)
-			if tc.code == -32602 || tc.code == -32601 || tc.code == jsonrpc.CodeInternalError {
+			if tc.code == -32602 || tc.code == -32601 || tc.code == -32000 || tc.code == jsonrpc.CodeInternalError {
 				row = fmt.Sprintf("| %d | %s | `%s", tc.code, tc.status, tc.message)
 			}
 			if !strings.Contains(string(doc), row) {
@@ -120,3 +124,10 @@ func TestErrorsDoc(t *testing.T) {
 		}
 	}
 }
+
+// familyRangeError is a family's refusal of a log range, as chain/evm
+// words it: invalid params.
+type familyRangeError string
+
+func (e familyRangeError) Error() string  { return string(e) }
+func (e familyRangeError) ErrorCode() int { return -32602 }

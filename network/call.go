@@ -7,6 +7,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/upstream"
 )
 
@@ -52,6 +53,13 @@ type Call struct {
 	// (eth_getLogs, starknet_getEvents), which override the network's
 	// field by field where set.
 	Logs *portico.LogLimits
+	// Key is the calling key: the owner of the log filters it makes, and
+	// who pays for a verification's node calls past what the call's own
+	// charge pays for (docs/metering.md).
+	Key apikey.Identity
+	// Charged is what the call was charged before it ran (its Price); 0
+	// when calls are not metered.
+	Charged int
 }
 
 // Outcome is the answer to one call: result bytes or an error.
@@ -70,6 +78,18 @@ type Outcome struct {
 	// Verified says whether the answer was checked against a trusted
 	// header (NotVerifying on a network with verify: off).
 	Verified Verification
+	// Refund is what the network gives back of the call's charge: a log
+	// query priced by its range that failed pays only for the chunks the
+	// nodes answered (docs/metering.md).
+	Refund int
+	// Charged is what the network charged the key while the call ran, on
+	// top of its charge: a verification's node calls past what that pays
+	// for (docs/metering.md).
+	Charged int64
+	// Kept is the part of the call's charge that its verification's node
+	// calls used: it stays charged even when the call fails in a way that
+	// is refunded.
+	Kept int
 }
 
 // Call serves one call: from the network's heads when the method answers
@@ -78,6 +98,9 @@ type Outcome struct {
 // on the served chain. With frame set, the result is appended to it and
 // the outcome is framed (see Outcome).
 func (n *Network) Call(ctx context.Context, c Call, frame []byte) Outcome {
+	if c.Params.Filter != nil {
+		return n.callFilter(ctx, c, frame)
+	}
 	if n.verifier != nil {
 		if c.Params.Logs == nil {
 			return n.verifiedCall(ctx, c, frame)
@@ -92,10 +115,9 @@ func (n *Network) Call(ctx context.Context, c Call, frame []byte) Outcome {
 		if out.Err != nil {
 			return out
 		}
-		verified := out.Verified
-		out = n.capLogs(out, lim, r, known)
-		out.Verified = verified
-		return out
+		capped := n.capLogs(out, lim, r, known)
+		capped.Verified, capped.Charged, capped.Kept = out.Verified, out.Charged, out.Kept
+		return capped
 	}
 	if c.Params.Logs != nil {
 		return n.callLogs(ctx, c, frame)

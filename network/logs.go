@@ -47,10 +47,15 @@ func chunks(from, to, size uint64) []blockRange {
 // the key's where it sets one.
 func (n *Network) logLimits(c Call) portico.LogLimits { return n.logs.LogLimits.Over(c.Logs) }
 
-// resolve gives the number of a log query's end: a number as it is, a tag
-// as the network's heads have it; ok false for pending, or a tag the heads
-// cannot say now.
-func (n *Network) resolve(b portico.Block, heads portico.Heads, fresh bool) (uint64, bool) {
+// resolve gives the number a log query's end names: a number as it is;
+// a tag as the network's heads have it, the last ones known even when not
+// fresh (for a bound, a head a poll old is still the head); pending (the
+// rollup's pre_confirmed) as the head, since the block being built on it
+// adds no range; a mark the heads do not know yet (safe or finalized on a
+// chain that has not said) as 0 at the start of a range and as the head
+// at its end, the widest it can be. ok is false only while the network
+// knows no head at all.
+func (n *Network) resolve(b portico.Block, heads portico.Heads, end bool) (uint64, bool) {
 	switch b.Kind {
 	case portico.BlockNumber:
 		return b.Number, true
@@ -58,28 +63,42 @@ func (n *Network) resolve(b portico.Block, heads portico.Heads, fresh bool) (uin
 		if b.Tag == "earliest" {
 			return 0, true
 		}
-		if h, ok := n.tags[b.Tag]; ok && fresh {
-			return heads.Of(h)
+		if heads.Latest == 0 {
+			return 0, false
 		}
+		if h, ok := n.tags[b.Tag]; ok {
+			if num, ok := heads.Of(h); ok {
+				return num, true
+			}
+			if end {
+				return heads.Latest, true
+			}
+			return 0, true
+		}
+		return heads.Latest, true
 	}
 	return 0, false
 }
 
-// logRange is the range a log query spans, when its ends can be resolved
-// and are in order.
-func (n *Network) logRange(q *portico.LogQuery, heads portico.Heads, fresh bool) (blockRange, bool) {
-	from, ok1 := n.resolve(q.From, heads, fresh)
-	to, ok2 := n.resolve(q.To, heads, fresh)
-	if !ok1 || !ok2 || from > to {
+// logRange is the range a log query spans, its ends resolved on heads:
+// known is false only while the network knows no head. A range that
+// starts after it ends comes back as it is (from > to).
+func (n *Network) logRange(q *portico.LogQuery, heads portico.Heads) (blockRange, bool) {
+	from, ok1 := n.resolve(q.From, heads, false)
+	to, ok2 := n.resolve(q.To, heads, true)
+	if !ok1 || !ok2 {
 		return blockRange{}, false
 	}
 	return blockRange{from, to}, true
 }
 
 // callLogs serves a log query within its bounds: refused before any node
-// is asked when its filter or range passes them; sent whole (through the
-// cache and coalescing, as any call) when a node takes its range; else, or
-// when the node refuses it as too large, split into chunks.
+// is asked when its filter or range passes them, or when the served chain
+// shows its range to be wrong; sent whole (through the cache and
+// coalescing, as any call) when a node takes its range; else, or when the
+// node refuses it as too large, split into chunks. A query that failed
+// after the nodes answered part of it gives back the price of the part
+// they did not (Outcome.Refund).
 func (n *Network) callLogs(ctx context.Context, c Call, frame []byte) Outcome {
 	q := c.Params.Logs
 	lim, r, known, err := n.boundLogs(c)
@@ -95,13 +114,14 @@ func (n *Network) callLogs(ctx context.Context, c Call, frame []byte) Outcome {
 		}
 		ref, refused := nodeRefusal(out.Err)
 		if !refused || !known || q.Range == nil || r.blocks() == 1 {
+			out.Refund = n.unanswered(c, 0)
 			return out
 		}
 		size = n.refused(ref, r)
 	}
-	res, count, err := n.splitLogs(ctx, c, q, r, size, lim.MaxLogs, heads)
+	res, count, answered, err := n.splitLogs(ctx, c, q, r, size, lim.MaxLogs, heads)
 	if err != nil {
-		return Outcome{Err: err}
+		return Outcome{Err: err, Refund: n.unanswered(c, answered)}
 	}
 	out := framed(frame, res, CacheNone)
 	out.Logs = count
@@ -109,9 +129,13 @@ func (n *Network) callLogs(ctx context.Context, c Call, frame []byte) Outcome {
 }
 
 // boundLogs holds a log query to its bounds (the key's over the
-// network's): the limits, the block range it spans (known unless a tag
-// could not be resolved) and a *portico.LogsTooLargeError when it asks
-// for more.
+// network's): the limits, the block range it spans (known unless the
+// network knows no head yet) and, when it asks for more, a
+// *portico.LogsTooLargeError; when the served chain shows its range to
+// be wrong (past the head, or its start after its end, once its tags are
+// resolved), the family's refusal in a *portico.LogRangeError. Heads that
+// are not fresh bound the range but refuse nothing as wrong: the nodes
+// may be past them.
 func (n *Network) boundLogs(c Call) (lim portico.LogLimits, r blockRange, known bool, err error) {
 	q := c.Params.Logs
 	lim = n.logLimits(c)
@@ -122,8 +146,20 @@ func (n *Network) boundLogs(c Call) (lim portico.LogLimits, r blockRange, known 
 		return lim, r, false, &portico.LogsTooLargeError{Bound: portico.LogBoundTopics, Max: uint64(lim.MaxTopics), Got: uint64(q.Topics)}
 	}
 	heads, fresh := n.up.HeadsFresh()
-	r, known = n.logRange(q, heads, fresh)
-	if known && lim.MaxBlockRange > 0 && r.blocks() > lim.MaxBlockRange {
+	r, known = n.logRange(q, heads)
+	if !known {
+		return lim, r, false, nil
+	}
+	if fresh && q.Wrong != nil {
+		if err := q.Wrong(r.from, r.to, heads.Latest); err != nil {
+			return lim, r, false, &portico.LogRangeError{Err: err}
+		}
+	}
+	if r.from > r.to {
+		// Empty, and the family leaves it to the nodes: nothing to scan.
+		return lim, r, false, nil
+	}
+	if lim.MaxBlockRange > 0 && r.blocks() > lim.MaxBlockRange {
 		return lim, r, known, &portico.LogsTooLargeError{Bound: portico.LogBoundRange, Max: lim.MaxBlockRange, Got: r.blocks(),
 			Suggest: true, From: r.from, To: r.from + lim.MaxBlockRange - 1}
 	}
@@ -193,7 +229,9 @@ func (n *Network) learnRange(max uint64) {
 // Parallel at once, and merges their answers in order. It stops once the
 // logs pass max (when max > 0) and refuses the query with the range that
 // stayed under it.
-func (n *Network) splitLogs(ctx context.Context, c Call, q *portico.LogQuery, r blockRange, size uint64, max int, heads portico.Heads) (jsontext.Value, int, error) {
+// answered is how many blocks the chunks whose answers were taken span,
+// for the price of a query that failed part way.
+func (n *Network) splitLogs(ctx context.Context, c Call, q *portico.LogQuery, r blockRange, size uint64, max int, heads portico.Heads) (res jsontext.Value, count int, answered uint64, err error) {
 	parts := chunks(r.from, r.to, size)
 	par := n.logs.Parallel
 	if par < 1 {
@@ -219,7 +257,6 @@ func (n *Network) splitLogs(ctx context.Context, c Call, q *portico.LogQuery, r 
 		start(i)
 	}
 	out := []byte{'['}
-	count := 0
 	var nodes []string
 	// The merged answer is held against the call's memory budget while
 	// it grows, as each chunk was while it was read: with max_logs off,
@@ -231,10 +268,11 @@ func (n *Network) splitLogs(ctx context.Context, c Call, q *portico.LogQuery, r 
 	for i := range parts {
 		a := <-done[i]
 		if a.err != nil {
-			return nil, 0, a.err
+			return nil, 0, answered, a.err
 		}
+		answered += parts[i].blocks()
 		if max > 0 && count+len(a.logs) > max {
-			return nil, 0, overCap(max, count+len(a.logs), r.from, a.logs[max-count])
+			return nil, 0, answered, overCap(max, count+len(a.logs), r.from, a.logs[max-count])
 		}
 		if c.Budget != nil {
 			var size int64
@@ -242,7 +280,7 @@ func (n *Network) splitLogs(ctx context.Context, c Call, q *portico.LogQuery, r 
 				size += int64(len(l)) + 1
 			}
 			if err := upstream.Take(c.Budget, size); err != nil {
-				return nil, 0, err
+				return nil, 0, answered, err
 			}
 			held += size
 		}
@@ -263,7 +301,7 @@ func (n *Network) splitLogs(ctx context.Context, c Call, q *portico.LogQuery, r 
 	if c.Served != nil {
 		*c.Served = strings.Join(nodes, ",")
 	}
-	return append(out, ']'), count, nil
+	return append(out, ']'), count, answered, nil
 }
 
 // fetchLogs answers one chunk: from the cache when its blocks are final

@@ -91,9 +91,14 @@ type logsNode struct {
 	logsPer         func(b uint64) int
 	refuseOver      uint64
 	refusal         string
-	mu              *sync.Mutex
-	calls           int
-	widest          uint64
+	// refuseAbove, when not 0, refuses a range that ends past it with
+	// go-ethereum's error for a range past its head (a node behind).
+	refuseAbove uint64
+	stale       bool            // the heads are not fresh
+	view        *chainview.View // nil: an empty one
+	mu          *sync.Mutex
+	calls       int
+	widest      uint64
 }
 
 func (f *logsNode) answer(from, to uint64) jsontext.Value {
@@ -134,6 +139,9 @@ func (f *logsNode) Do(_ context.Context, req upstream.Request, dst []byte) (json
 	if f.refuseOver > 0 && to-from+1 > f.refuseOver {
 		return nil, &jsonrpc.Error{Code: -32602, Message: f.refusal}
 	}
+	if f.refuseAbove > 0 && to > f.refuseAbove {
+		return nil, &jsonrpc.Error{Code: -32602, Message: "block range extends beyond current head block"}
+	}
 	if req.Served != nil {
 		*req.Served = "fake"
 	}
@@ -141,10 +149,17 @@ func (f *logsNode) Do(_ context.Context, req upstream.Request, dst []byte) (json
 }
 
 func (f *logsNode) HeadsFresh() (portico.Heads, bool) {
-	return portico.Heads{Latest: f.head, Finalized: f.finalized}, true
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return portico.Heads{Latest: f.head, Finalized: f.finalized}, !f.stale
 }
 func (f *logsNode) OnHeads(func(portico.Heads)) func() { return func() {} }
-func (f *logsNode) View() *chainview.View              { return chainview.New(16) }
+func (f *logsNode) View() *chainview.View {
+	if f.view != nil {
+		return f.view
+	}
+	return chainview.New(16)
+}
 func (f *logsNode) Subscribe(context.Context, upstream.SubRequest, func(string, jsontext.Value), func(error)) (func(), string, error) {
 	return nil, "", errors.New("no subscriptions")
 }
@@ -245,7 +260,7 @@ func TestSplitLogs(t *testing.T) {
 			if out.Err != nil {
 				t.Fatal(out.Err)
 			}
-			r, _ := n.logRange(c.Params.Logs, portico.Heads{Latest: node.head}, true)
+			r, _ := n.logRange(c.Params.Logs, portico.Heads{Latest: node.head})
 			want := node.answer(r.from, r.to)
 			if string(out.Result) != string(want) {
 				t.Errorf("merged answer differs from the node's own (%d bytes, want %d)", len(out.Result), len(want))

@@ -17,6 +17,7 @@ import (
 	"context"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -122,22 +123,39 @@ type Network struct {
 
 	// verifier is nil when the network does not verify.
 	verifier familyVerifier
+
+	// meter charges keys for what they use besides their calls'
+	// charges (notifications, a verification's node calls); nil charges
+	// nothing. verifyPrice is what one node call of a verification
+	// costs (VerifyConfig.CallCost).
+	meter       Meter
+	verifyPrice atomic.Int64
+
+	// filters are the log filters the network keeps (filters.go).
+	filters filterTable
+	now     func() time.Time
 }
 
 // New builds a network; its cache follows the upstream's heads and chain
 // view from now on. It starts nothing else.
 func New(cfg Config) *Network {
-	n := &Network{name: cfg.Name, up: cfg.Upstream, tags: cfg.Tags, keyForm: cfg.KeyForm, cache: cfg.Cache, log: cfg.Logger, metrics: cfg.Metrics}
+	n := &Network{name: cfg.Name, up: cfg.Upstream, tags: cfg.Tags, keyForm: cfg.KeyForm, cache: cfg.Cache, log: cfg.Logger, metrics: cfg.Metrics,
+		now: time.Now}
 	if n.log == nil {
 		n.log = slog.New(slog.DiscardHandler)
 	}
 	n.logs = cfg.Logs
+	n.meter = cfg.Meter
+	n.verifyPrice.Store(int64(cfg.Verify.CallCost))
 	n.nodeRange.Store(cfg.Logs.NodeRange)
 	if !cfg.NoCoalesce {
 		n.flights = &flights{}
 	}
 	if cfg.Verify.Mode != VerifyOff {
 		n.verifier = newFamilyVerifier(n.name, n.up, cfg.Verify, n.log, n.metrics)
+		if ev, ok := n.verifier.(*verifier); ok {
+			ev.window = n.nodeRange.Load
+		}
 		n.stops = append(n.stops, followHeads(n.verifier, n.up))
 	}
 	n.hub = newHub(n, cfg.Subs, cfg.Meter)
@@ -152,6 +170,11 @@ func New(cfg Config) *Network {
 	}
 	return n
 }
+
+// SetVerifyCallCost changes what each node call of a verification costs
+// (VerifyConfig.CallCost), as a config reload that changes the network's
+// default_cost does.
+func (n *Network) SetVerifyCallCost(credits int) { n.verifyPrice.Store(int64(credits)) }
 
 // Name returns the network's name.
 func (n *Network) Name() string { return n.name }

@@ -105,6 +105,11 @@ type VerifyConfig struct {
 	// ChainID is an EVM chain's id, for its fork rules; 0 means the one a
 	// quorum of nodes reports.
 	ChainID uint64
+	// CallCost is what each node call a verification makes costs the
+	// calling key, past the node calls its own charge pays for (one per
+	// CallCost credits of it): the bound of node calls per credit that
+	// docs/metering.md states. 0 charges nothing for them.
+	CallCost int
 }
 
 // verifyBase is what every family's verifier shares: the network's
@@ -144,7 +149,9 @@ func (b *verifyBase) init(name string, up Upstream, cfg VerifyConfig, log *slog.
 	if b.quorum <= 0 {
 		b.quorum = verify.DefaultQuorum(len(vu.Names()))
 	}
-	b.network, b.mode, b.up, b.trust, b.log, b.metrics = name, cfg.Mode, vu, verify.NewTrust(0), log, m
+	// Every node call goes through meteredUp: a call's are charged and
+	// held to its memory budget as they are made (verifywork.go).
+	b.network, b.mode, b.up, b.trust, b.log, b.metrics = name, cfg.Mode, meteredUp{vu}, verify.NewTrust(0), log, m
 	b.pending = map[uint64]chan struct{}{}
 	return nil
 }
@@ -267,14 +274,29 @@ type verifier struct {
 	blocks   *otter.Cache[common.Hash, *verify.Block]
 	receipts *otter.Cache[common.Hash, *verify.Receipts]
 
+	// window is how many blocks of a verified log range are checked at
+	// once (the network's node_range); nil or 0 means defaultLogWindow.
+	window func() uint64
+
 	cpDone bool // the checkpoint's header was read
 }
 
+// Bounds of what a verifier keeps across calls: headers by count (each a
+// few hundred bytes), blocks and receipts by the memory they hold (a
+// block's receipts may be megabytes).
+const (
+	keptHeaders       = 8192
+	keptBlockBytes    = 64 << 20
+	keptReceiptsBytes = 64 << 20
+)
+
 func newVerifier(name string, up Upstream, cfg VerifyConfig, log *slog.Logger, m *metrics.Metrics) (*verifier, error) {
 	v := &verifier{cfg: cfg,
-		headers:  otter.Must(&otter.Options[common.Hash, *verify.Header]{MaximumSize: 8192}),
-		blocks:   otter.Must(&otter.Options[common.Hash, *verify.Block]{MaximumSize: 64}),
-		receipts: otter.Must(&otter.Options[common.Hash, *verify.Receipts]{MaximumSize: 64}),
+		headers: otter.Must(&otter.Options[common.Hash, *verify.Header]{MaximumSize: keptHeaders}),
+		blocks: otter.Must(&otter.Options[common.Hash, *verify.Block]{MaximumWeight: keptBlockBytes,
+			Weigher: func(_ common.Hash, b *verify.Block) uint32 { return weight(b.Size()) }}),
+		receipts: otter.Must(&otter.Options[common.Hash, *verify.Receipts]{MaximumWeight: keptReceiptsBytes,
+			Weigher: func(_ common.Hash, rs *verify.Receipts) uint32 { return weight(rs.Size()) }}),
 	}
 	if err := v.init(name, up, cfg, log, m); err != nil {
 		return nil, err
@@ -285,6 +307,13 @@ func newVerifier(name string, up Upstream, cfg VerifyConfig, log *slog.Logger, m
 	v.hashOf = blockHashOf
 	return v, nil
 }
+
+// weight is a cache entry's size as otter's weigher gives it.
+func weight(n int64) uint32 { return uint32(min(max(n, 1), 1<<31)) }
+
+// headerBytes is about the memory a verified header holds (go-ethereum's
+// types.Header and its hash), what a call that uses a kept one holds.
+const headerBytes = 1024
 
 func (v *verifier) trustHead(ctx context.Context, number uint64) error {
 	_, err := v.headerAt(ctx, number)
@@ -507,7 +536,7 @@ func blockHashOf(res jsontext.Value) (common.Hash, bool) {
 // parent.
 func (v *verifier) fetchHeader(ctx context.Context, hash common.Hash) (*verify.Header, error) {
 	if h, ok := v.headers.GetIfPresent(hash); ok {
-		return h, nil
+		return h, hold(ctx, headerBytes)
 	}
 	return oneFetch(&v.verifyBase, ctx, hash, func(ctx context.Context) (*verify.Header, error) {
 		var h *verify.Header

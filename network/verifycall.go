@@ -29,9 +29,19 @@ func (n *Network) verifiedCall(ctx context.Context, c Call, frame []byte) Outcom
 		n.metrics.Verified(n.name, m.Name, metrics.VerifyUnverified)
 		return out
 	}
-	if err := v.ready(ctx); err != nil {
+	if err := v.ready(unmetered(ctx)); err != nil {
 		return n.unverified(ctx, c, frame, err)
 	}
+	ctx, done := n.startWork(ctx, c)
+	out := n.verifiedAnswer(ctx, c, frame, handler)
+	out.Charged, out.Kept = done()
+	return out
+}
+
+// verifiedAnswer answers a verified method's call from checked node
+// answers (see verifiedCall); ctx carries the call's work.
+func (n *Network) verifiedAnswer(ctx context.Context, c Call, frame []byte, handler verifiedHandler) Outcome {
+	m := c.Method
 	params := c.Params.Send
 	heads, fresh := n.up.HeadsFresh()
 	block := c.Params.Block
@@ -87,7 +97,18 @@ func (n *Network) verifiedCall(ctx context.Context, c Call, frame []byte) Outcom
 // unverified handles a verified method's call whose check did not pass.
 func (n *Network) unverified(ctx context.Context, c Call, frame []byte, err error) Outcome {
 	m := c.Method
+	var (
+		spent *spendError
+		limit *portico.LimitError
+	)
 	switch {
+	case errors.As(err, &spent):
+		// The key cannot pay for the verification's next node call.
+		return Outcome{Err: spent.err, Verified: Unverified}
+	case errors.As(err, &limit) && limit.Limit == portico.LimitMemory:
+		// What it holds passes the call's memory budget: not a gap in
+		// the nodes' data, whatever wraps it.
+		return Outcome{Err: err, Verified: Unverified}
 	case errors.Is(err, verify.ErrMismatch), errors.Is(err, verify.ErrMalformed):
 		// Every node asked answered wrong: nothing is sent.
 		return n.refuseUnverified(m.Name, "every node's answer failed its check")
@@ -96,9 +117,21 @@ func (n *Network) unverified(ctx context.Context, c Call, frame []byte, err erro
 			return n.refuseUnverified(m.Name, reasonOf(err))
 		}
 		// Passed on as the node answers, never cached: the cache holds
-		// verified answers of these methods only.
+		// verified answers of these methods only. After a verification
+		// that asked the nodes, the call passed on is one more node call
+		// of its work; a log query keeps its bounds and chunks.
+		if w := workOf(ctx); w != nil && w.made() > 0 {
+			if err := w.spend(ctx); err != nil {
+				return Outcome{Err: err.(*spendError).err, Verified: Unverified}
+			}
+		}
 		c.Params.Cache = portico.NotCacheable
-		out := n.call(ctx, c, frame)
+		var out Outcome
+		if c.Params.Logs != nil {
+			out = n.callLogs(ctx, c, frame)
+		} else {
+			out = n.call(ctx, c, frame)
+		}
 		out.Verified = Unverified
 		n.metrics.Verified(n.name, m.Name, metrics.VerifyUnverified)
 		return out

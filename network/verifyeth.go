@@ -382,7 +382,7 @@ func (v *verifier) getCode(ctx context.Context, params jsontext.Value) (jsontext
 // block returns the verified block of a trusted hash (full transactions).
 func (v *verifier) block(ctx context.Context, hash common.Hash) (*verify.Block, error) {
 	if b, ok := v.blocks.GetIfPresent(hash); ok {
-		return b, nil
+		return b, hold(ctx, b.Size())
 	}
 	b, _, err := doChecked(v, ctx, "eth_getBlockByHash", jsontext.Value(`["`+hash.Hex()+`",true]`), func(res jsontext.Value) (*verify.Block, error) {
 		return v.chain.VerifyBlock(res, hash)
@@ -398,7 +398,7 @@ func (v *verifier) block(ctx context.Context, hash common.Hash) (*verify.Block, 
 func (v *verifier) receiptsOf(ctx context.Context, b *verify.Block) (*verify.Receipts, error) {
 	hash := b.Header.Hash()
 	if rs, ok := v.receipts.GetIfPresent(hash); ok {
-		return rs, nil
+		return rs, hold(ctx, rs.Size())
 	}
 	rs, _, err := doChecked(v, ctx, "eth_getBlockReceipts", jsontext.Value(`["`+hash.Hex()+`"]`), func(res jsontext.Value) (*verify.Receipts, error) {
 		return v.chain.VerifyReceipts(res, b)

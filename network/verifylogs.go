@@ -1,27 +1,44 @@
 package network
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 
+	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/upstream"
 	"github.com/porticohq/portico/verify"
 )
 
 // maxVerifiedLogRange bounds the blocks one verified eth_getLogs covers:
 // each needs its trusted header, and each whose bloom may match its
-// receipts.
+// block and receipts. A wider range is not verified (with verify: on it is
+// passed on as an unverified log query, bounded and split as one).
 const maxVerifiedLogRange = 10_000
 
+// defaultLogWindow is how many blocks of a verified log range are checked
+// at once on a network that does not split log queries (node_range 0).
+const defaultLogWindow = 1000
+
 // getLogs checks a node's eth_getLogs answer against the receipts of
-// every block of the range whose trusted bloom may match: the receipts
-// are fetched while the node answers the query itself.
+// every block of the range whose trusted bloom may match. The range is
+// checked a window (node_range blocks) at a time, from its top down: the
+// window's headers, trusted by parent links from the one above it, the
+// receipts of its blocks whose bloom may match, fetched while the node
+// answers the query over the window (of each block only the logs the
+// filter matches are kept), and the node's answer; then all of it is let
+// go but the window's verified logs. So a verification holds one
+// window's headers and at most 8 blocks' receipts at a time, whatever
+// the range, and more headers than the verifier keeps cost node calls,
+// which are charged (verifywork.go), not memory.
 func (v *verifier) getLogs(ctx context.Context, params jsontext.Value) (jsontext.Value, error) {
 	ps, err := splitParams(params)
 	if err != nil || len(ps) != 1 {
@@ -35,50 +52,129 @@ func (v *verifier) getLogs(ctx context.Context, params jsontext.Value) (jsontext
 	if json.Unmarshal(ps[0], &fields) != nil {
 		return nil, unverifiable("filter", "not an object")
 	}
-	var headers []*verify.Header
 	if q.BlockHash != nil {
 		h, err := v.trustHash(ctx, *q.BlockHash)
 		if err != nil {
 			return nil, err
 		}
-		headers = []*verify.Header{h}
-	} else {
-		from, err := v.parseBlock(fields["fromBlock"])
+		return v.windowLogs(ctx, fields, q, []*verify.Header{h}, false)
+	}
+	from, err := v.parseBlock(fields["fromBlock"])
+	if err != nil {
+		return nil, err
+	}
+	to, err := v.parseBlock(fields["toBlock"])
+	if err != nil {
+		return nil, err
+	}
+	if from.byHash || to.byHash {
+		return nil, unverifiable("filter", "fromBlock and toBlock must be numbers or tags")
+	}
+	if to.number < from.number {
+		return nil, unverifiable("filter", "empty range")
+	}
+	if to.number-from.number >= maxVerifiedLogRange {
+		return nil, unverifiable("filter", fmt.Sprintf("a range of more than %d blocks", maxVerifiedLogRange))
+	}
+	top, err := v.headerAt(ctx, to.number)
+	if err != nil {
+		return nil, err
+	}
+	size := uint64(defaultLogWindow)
+	if v.window != nil && v.window() > 0 {
+		size = v.window()
+	}
+	var parts [][]byte // each window's verified logs, the top window first
+	for hi := to.number; ; {
+		lo := from.number
+		if hi-lo+1 > size {
+			lo = hi - size + 1
+		}
+		wctx, held := subHolding(ctx)
+		logs, below, err := v.logWindow(wctx, fields, q, top, lo, lo > from.number)
+		held.release()
 		if err != nil {
 			return nil, err
 		}
-		to, err := v.parseBlock(fields["toBlock"])
-		if err != nil {
+		// The window's logs are the answer's: held until the call ends.
+		if err := hold(ctx, int64(len(logs))); err != nil {
 			return nil, err
 		}
-		if from.byHash || to.byHash {
-			return nil, unverifiable("filter", "fromBlock and toBlock must be numbers or tags")
+		parts = append(parts, logs)
+		if lo == from.number {
+			break
 		}
-		if to.number < from.number {
-			return nil, unverifiable("filter", "empty range")
+		hi, top = lo-1, below
+	}
+	return joinLogs(parts), nil
+}
+
+// logWindow checks the logs of blocks lo up to top's, top trusted, and
+// returns them with, when more windows follow, the trusted header below
+// lo (trusted by lo's parent link).
+func (v *verifier) logWindow(ctx context.Context, fields map[string]json.RawMessage, q ethereum.FilterQuery, top *verify.Header, lo uint64, more bool) (jsontext.Value, *verify.Header, error) {
+	headers, err := v.headersDown(ctx, top, lo)
+	if err != nil {
+		return nil, nil, err
+	}
+	logs, err := v.windowLogs(ctx, fields, q, headers, true)
+	if err != nil || !more {
+		return logs, nil, err
+	}
+	v.link(headers[0])
+	below, err := v.fetchHeader(ctx, headers[0].Eth().ParentHash)
+	return logs, below, err
+}
+
+// joinLogs merges the windows' log lists, given top window first, into
+// one list in block order.
+func joinLogs(parts [][]byte) jsontext.Value {
+	out := []byte{'['}
+	for i := len(parts) - 1; i >= 0; i-- {
+		inner := bytes.TrimSpace(parts[i])
+		inner = bytes.TrimSpace(inner[1 : len(inner)-1])
+		if len(inner) == 0 {
+			continue
 		}
-		if to.number-from.number >= maxVerifiedLogRange {
-			return nil, unverifiable("filter", fmt.Sprintf("a range of more than %d blocks", maxVerifiedLogRange))
+		if len(out) > 1 {
+			out = append(out, ',')
 		}
-		if headers, err = v.headerRange(ctx, from.number, to.number); err != nil {
-			return nil, err
+		out = append(out, inner...)
+	}
+	return append(out, ']')
+}
+
+// windowLogs checks the node's eth_getLogs answer over headers (a range
+// of trusted headers, ascending, or one header for a blockHash filter)
+// against the receipts of the blocks whose bloom may match, fetched while
+// the node answers. With byRange the node is asked about the headers'
+// numbers; else fields are sent as they are.
+func (v *verifier) windowLogs(ctx context.Context, fields map[string]json.RawMessage, q ethereum.FilterQuery, headers []*verify.Header, byRange bool) (jsontext.Value, error) {
+	if byRange {
+		ask := make(map[string]json.RawMessage, len(fields))
+		for k, x := range fields {
+			ask[k] = x
 		}
-		// The node is asked about the numbers the tags were resolved to.
-		fields["fromBlock"], _ = json.Marshal(hexNumber(from.number))
-		fields["toBlock"], _ = json.Marshal(hexNumber(to.number))
+		// The node is asked about the window's numbers.
+		ask["fromBlock"], _ = json.Marshal(hexNumber(headers[0].Number()))
+		ask["toBlock"], _ = json.Marshal(hexNumber(headers[len(headers)-1].Number()))
+		fields = ask
 	}
 	filter, _ := json.Marshal(fields)
 
 	// The receipts of the blocks whose bloom may match, fetched at once
-	// while the node answers the query.
+	// while the node answers the query. Of each, only the logs the
+	// filter matches are kept: a block and its receipts are held while
+	// they are read and checked, then let go (they stay in the kept
+	// blocks and receipts, which are bounded apart).
 	type fetched struct {
-		rs  map[common.Hash]*verify.Receipts
-		err error
+		want map[common.Hash][]*types.Log
+		err  error
 	}
 	ready := make(chan fetched, 1)
 	go func() {
 		var mu sync.Mutex
-		rs := map[common.Hash]*verify.Receipts{}
+		want := map[common.Hash][]*types.Log{}
 		var first error
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 8)
@@ -89,21 +185,29 @@ func (v *verifier) getLogs(ctx context.Context, params jsontext.Value) (jsontext
 			wg.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				b, err := v.block(ctx, h.Hash())
-				var r *verify.Receipts
+				bctx, held := subHolding(ctx)
+				b, err := v.block(bctx, h.Hash())
+				var logs []*types.Log
 				if err == nil {
-					r, err = v.receiptsOf(ctx, b)
+					var rs *verify.Receipts
+					if rs, err = v.receiptsOf(bctx, b); err == nil {
+						logs, err = verify.ExpectedLogs(q, h, rs)
+					}
+				}
+				held.release()
+				if err == nil {
+					err = hold(ctx, verify.LogsSize(logs))
 				}
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil && first == nil {
 					first = err
 				}
-				rs[h.Hash()] = r
+				want[h.Hash()] = logs
 			})
 		}
 		wg.Wait()
-		ready <- fetched{rs, first}
+		ready <- fetched{want, first}
 	}()
 	var (
 		once sync.Once
@@ -119,7 +223,13 @@ func (v *verifier) getLogs(ctx context.Context, params jsontext.Value) (jsontext
 			// Not this node's fault: the receipts could not be had.
 			return nil, fmt.Errorf("%w: %w", upstream.ErrMissing, f.err)
 		}
-		return verify.VerifyLogs(res, q, headers, f.rs)
+		var want []*types.Log
+		for _, h := range headers {
+			if verify.MayHaveLogs(h, q) {
+				want = append(want, f.want[h.Hash()]...)
+			}
+		}
+		return verify.CheckLogs(res, want)
 	})
 	if err != nil {
 		if f := receipts(); f.err != nil && !errors.Is(err, verify.ErrMismatch) {
@@ -130,15 +240,12 @@ func (v *verifier) getLogs(ctx context.Context, params jsontext.Value) (jsontext
 	return out, nil
 }
 
-// headerRange returns the trusted headers from..to, ascending: the top one
-// trusted at its height, the others by parent links down from it. The
-// served chain's hashes let them be read at once; the links are checked
-// before any is trusted.
-func (v *verifier) headerRange(ctx context.Context, from, to uint64) ([]*verify.Header, error) {
-	top, err := v.headerAt(ctx, to)
-	if err != nil {
-		return nil, err
-	}
+// headersDown returns the trusted headers from up to top's, ascending,
+// top trusted: the others by parent links down from it. The served
+// chain's hashes let them be read at once; the links are checked before
+// any is trusted.
+func (v *verifier) headersDown(ctx context.Context, top *verify.Header, from uint64) ([]*verify.Header, error) {
+	to := top.Number()
 	out := make([]*verify.Header, to-from+1)
 	out[len(out)-1] = top
 	view := v.up.View()
@@ -164,7 +271,13 @@ func (v *verifier) headerRange(ctx context.Context, from, to uint64) ([]*verify.
 			})
 		}
 		wg.Wait()
-		if errors.Join(errs...) == nil {
+		err := errors.Join(errs...)
+		var spent *spendError
+		var limit *portico.LimitError
+		if errors.As(err, &spent) || errors.As(err, &limit) {
+			return nil, err // the call's bounds, not a gap in the view
+		}
+		if err == nil {
 			linked := true
 			for i := len(out) - 1; i > 0; i-- {
 				if out[i].Eth().ParentHash != out[i-1].Hash() {
@@ -181,6 +294,7 @@ func (v *verifier) headerRange(ctx context.Context, from, to uint64) ([]*verify.
 	// Walk down by parent hash: each parent is trusted by its child's link.
 	for i := len(out) - 1; i > 0; i-- {
 		v.link(out[i])
+		var err error
 		if out[i-1], err = v.fetchHeader(ctx, out[i].Eth().ParentHash); err != nil {
 			return nil, err
 		}

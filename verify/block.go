@@ -271,3 +271,18 @@ func (b *Block) Index(tx common.Hash) (uint64, bool) {
 	}
 	return 0, false
 }
+
+// Size is about the memory the block holds, in bytes: the node's answer,
+// its transaction objects kept apart, and the decoded transactions. It
+// is what a cache of blocks weighs it by and what a call holding it
+// counts against its memory budget.
+func (b *Block) Size() int64 {
+	n := int64(len(b.raw)) + 1024 // the header and the members' index
+	for i, raw := range b.txs {
+		n += int64(len(raw))
+		if i < len(b.Transactions) {
+			n += int64(b.Transactions[i].Size()) + 128
+		}
+	}
+	return n
+}

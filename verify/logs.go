@@ -83,17 +83,45 @@ func VerifyLogs(raw []byte, q ethereum.FilterQuery, headers []*Header, receipts 
 		if !MayHaveLogs(h, q) {
 			continue
 		}
-		rs, ok := receipts[h.hash]
-		if !ok {
-			return nil, &UnverifiableError{What: "logs", Reason: fmt.Sprintf("no verified receipts for block %d, whose bloom may match", h.Number())}
+		logs, err := ExpectedLogs(q, h, receipts[h.hash])
+		if err != nil {
+			return nil, err
 		}
-		if rs.Block.Header.hash != h.hash {
-			return nil, &UnverifiableError{What: "logs", Reason: fmt.Sprintf("receipts of block %d are of another block", h.Number())}
-		}
-		want = append(want, MatchLogs(q, rs.Logs())...)
+		want = append(want, logs...)
 	}
+	return CheckLogs(raw, want)
+}
+
+// ExpectedLogs returns the logs filter q matches in rs, the verified
+// receipts of the trusted header h: what a node's answer must hold for
+// that block. A caller that checks a range block by block keeps these,
+// not the receipts. rs nil, or of another block, is ErrUnverifiable.
+func ExpectedLogs(q ethereum.FilterQuery, h *Header, rs *Receipts) ([]*types.Log, error) {
+	if rs == nil {
+		return nil, &UnverifiableError{What: "logs", Reason: fmt.Sprintf("no verified receipts for block %d, whose bloom may match", h.Number())}
+	}
+	if rs.Block.Header.hash != h.hash {
+		return nil, &UnverifiableError{What: "logs", Reason: fmt.Sprintf("receipts of block %d are of another block", h.Number())}
+	}
+	return MatchLogs(q, rs.Logs()), nil
+}
+
+// CheckLogs checks a node's eth_getLogs answer against want, the
+// expected logs of its range in block order (ExpectedLogs of each block
+// whose bloom may match): exactly those, in order. It returns the node's
+// answer, verified.
+func CheckLogs(raw []byte, want []*types.Log) ([]byte, error) {
 	if err := checkLogs("logs", raw, want); err != nil {
 		return nil, err
 	}
 	return raw, nil
+}
+
+// LogsSize is about the memory logs hold, in bytes.
+func LogsSize(logs []*types.Log) int64 {
+	var n int64
+	for _, l := range logs {
+		n += 160 + int64(len(l.Data)) + 32*int64(len(l.Topics))
+	}
+	return n
 }

@@ -207,3 +207,19 @@ func (rs *Receipts) Logs() []*types.Log {
 	}
 	return out
 }
+
+// Size is about the memory the receipts hold, in bytes: the node's
+// receipt objects and the decoded receipts with their logs (not the
+// block, which is weighed on its own). It is what a cache of receipts
+// weighs them by and what a call holding them counts against its memory
+// budget.
+func (rs *Receipts) Size() int64 {
+	var n int64
+	for _, raw := range rs.raws {
+		n += int64(len(raw))
+	}
+	for _, r := range rs.Receipts {
+		n += 512 + LogsSize(r.Logs) // the receipt, its bloom and derived fields, its logs
+	}
+	return n
+}

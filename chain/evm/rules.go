@@ -25,7 +25,7 @@ func knownRules() []portico.Method {
 	byHash := func(name string, names ...string) portico.Method {
 		return portico.Method{Name: name, Params: hashFirst(portico.Immutable, nil, names...)}
 	}
-	return []portico.Method{
+	return append([]portico.Method{
 		at("eth_getBalance", 1, 1, "address", "block"),
 		at("eth_getCode", 1, 1, "address", "block"),
 		at("eth_getTransactionCount", 1, 1, "address", "block"),
@@ -51,7 +51,7 @@ func knownRules() []portico.Method {
 		{Name: "eth_maxPriorityFeePerGas", Params: fixed(portico.PerHead)},
 		{Name: "eth_blobBaseFee", Params: fixed(portico.PerHead)},
 		{Name: "eth_blockNumber", Params: fixed(portico.NotCacheable), FromHeads: blockNumber},
-	}
+	}, filterRules()...)
 }
 
 // atBlock is the rule of a positional method whose block is param pos
@@ -240,7 +240,7 @@ func GetLogsParams(raw jsontext.Value) (portico.Params, error) {
 // its ends, how many addresses and topic values it names, and the same
 // filter about any range of numbered blocks.
 func logQuery(f map[string]jsontext.Value, from, to portico.Block) *portico.LogQuery {
-	q := &portico.LogQuery{From: from, To: to, Addresses: countValues(f["address"])}
+	q := &portico.LogQuery{From: from, To: to, Addresses: countValues(f["address"]), Wrong: wrongRange}
 	if t := f["topics"]; t.Kind() == '[' {
 		var positions []jsontext.Value
 		if json.Unmarshal(t, &positions) == nil {

@@ -326,8 +326,8 @@ func TestLogsAnvil(t *testing.T) {
 		if a.Error == nil || a.Error.Code != portico.CodeLogsTooLarge || !strings.Contains(a.Error.Message, "[0x1, 0x1388]") {
 			t.Fatalf("answer %+v, want -32059 suggesting [0x1, 0x1388]", a.Error)
 		}
-		if credits != "0" {
-			t.Errorf("X-Credits-Used %q for a query refused before any node was asked, want 0", credits)
+		if !uncharged(credits) {
+			t.Errorf("X-Credits-Used %q for a query refused before any node was asked, want 0 or none", credits)
 		}
 	})
 

@@ -248,6 +248,11 @@ func (m *Main) Reload(ctx context.Context) error {
 		m.track(r)
 	}
 	m.cur.Store(next)
+	for _, n := range next.nets {
+		// A kept network's default_cost prices its verifications' node
+		// calls from now on (docs/metering.md).
+		n.res.served.SetVerifyCallCost(verifyCallCost(n.res.table, &n.cfg))
+	}
 	byServed := map[*network.Network]*servedNetwork{}
 	for _, n := range cur.nets {
 		byServed[n.res.served] = n

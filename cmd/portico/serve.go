@@ -462,6 +462,7 @@ func (m *Main) network(ctx context.Context, n *config.Network, meter network.Met
 	if err != nil {
 		return nil, err
 	}
+	verifyCfg.CallCost = verifyCallCost(res.table, n)
 	res.served = network.New(network.Config{Name: n.Name, Upstream: res.pool, Tags: methods.Chain().Tags, KeyForm: methods.KeyForm(), Subs: methods.Subscriptions(),
 		Cache: m.cache, NoCoalesce: noCoalesce, Meter: meter, Logger: m.log, Metrics: m.metrics, Logs: n.Logs.Settings(), Verify: verifyCfg})
 	return &servedNetwork{cfg: *n, res: res,

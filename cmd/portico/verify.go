@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/network"
 )
@@ -22,4 +23,15 @@ func verifyConfig(n *config.Network) (network.VerifyConfig, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// verifyCallCost is what each node call of a verification costs on a
+// network (docs/metering.md): its default_cost, what a read the method
+// table gives no figure of its own costs (the table's default, 80 on the
+// EVM, unless the config sets one).
+func verifyCallCost(t portico.Table, n *config.Network) int {
+	if n.DefaultCost > 0 {
+		return n.DefaultCost
+	}
+	return t.DefaultCost
 }

@@ -62,7 +62,7 @@ const (
 	lieSnHeader = "sn-header" // a header's new_root, its block_hash kept
 )
 
-func startLiar(t *testing.T, node string, lies ...string) *liar {
+func startLiar(t testing.TB, node string, lies ...string) *liar {
 	l := &liar{node: node, lies: map[string]bool{}, called: make(chan struct{}, 1)}
 	for _, x := range lies {
 		l.lies[x] = true
