@@ -128,6 +128,8 @@ type options struct {
 	noCoalesce bool
 	// table replaces testTable when set.
 	table func() portico.Table
+	// keyTTL is Config.KeyTTL.
+	keyTTL time.Duration
 }
 
 func newEnv(t *testing.T, o options) *env {
@@ -181,6 +183,7 @@ func newEnv(t *testing.T, o options) *env {
 		Limits:    limits,
 		Meter:     o.meter,
 		Logger:    logger,
+		KeyTTL:    o.keyTTL,
 	})
 	e.srv = startServer(t, e.gw, e.gw.NetworkHandler("testnet"))
 	t.Cleanup(func() {

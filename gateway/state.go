@@ -252,8 +252,8 @@ func processMemory(l Limits) int64 {
 func (g *Gateway) closeRemoved(s *state) {
 	g.mu.Lock()
 	var gone []*jsonrpc.Conn
-	for c, name := range g.sockets {
-		if s.byName[name] == nil {
+	for c, sock := range g.sockets {
+		if s.byName[sock.network] == nil {
 			gone = append(gone, c)
 		}
 	}

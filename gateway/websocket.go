@@ -29,7 +29,7 @@ const maxInFlightPerSocket = 64
 // net/http's interfaces: the request is converted, the connection is
 // hijacked from fasthttp, and the library gets a ResponseWriter over it.
 // Each message is then served by the same core as HTTP.
-func (g *Gateway) wsHandler(ctx *fasthttp.RequestCtx, rq request) {
+func (g *Gateway) wsHandler(ctx *fasthttp.RequestCtx, rq request, sock *socket) {
 	var r http.Request
 	if err := fasthttpadaptor.ConvertRequest(ctx, &r, true); err != nil {
 		g.fail(ctx, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request: " + err.Error()}, time.Now())
@@ -50,7 +50,7 @@ func (g *Gateway) wsHandler(ctx *fasthttp.RequestCtx, rq request) {
 			c = u.UnsafeConn()
 		}
 		w := &hijackWriter{conn: c, header: http.Header{}}
-		serve := g.serveWebSocket(w, r.WithContext(context.Background()), rq)
+		serve := g.serveWebSocket(w, r.WithContext(context.Background()), rq, sock)
 		w.finish()
 		if serve == nil {
 			_ = c.Close()
@@ -135,11 +135,12 @@ func (w *hijackWriter) writeHead(bw *bufio.Writer) {
 
 // serveWebSocket upgrades an authenticated request and returns the
 // function that serves JSON-RPC messages on a jsonrpc.Conn until the
-// client leaves, idles too long or breaks a limit; nil when the upgrade
-// was refused (the answer is in w). Each message is one request body,
-// answered by one message (none for notifications), through the same core
-// as HTTP.
-func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq request) (serve func()) {
+// client leaves, idles too long, breaks a limit or its key refuses it;
+// nil when the upgrade was refused (the answer is in w). Each message is
+// one request body, answered by one message (none for notifications),
+// through the same core as HTTP, under the key as the store has it then
+// (sock, wskey.go).
+func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq request, sock *socket) (serve func()) {
 	start := time.Now()
 	lim := &rq.st.limits
 	max := int64(lim.MaxWSConnections)
@@ -200,7 +201,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		limits.SetWriteDeadline = hw.conn.SetWriteDeadline
 	}
 	c := jsonrpc.NewConn(ws, limits)
-	if !g.track(c, rq.net.Name) {
+	if !g.track(c, sock) {
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
 		release()
 		return nil
@@ -216,6 +217,11 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 			// state of now: a reload's costs, limits and nodes reach open
 			// connections too.
 			rq := rq
+			id, err := g.keyNow(ctx, sock)
+			if err != nil {
+				return refusedByKey(ctx, c, err)
+			}
+			rq.id = id
 			name := rq.net.Name
 			if rq.st, rq.net = g.acquire(func(s *state) *Network { return s.byName[name] }); rq.net == nil {
 				e, _, _ := jsonrpc.ErrorFor(networkGone(name))
@@ -228,16 +234,17 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 	}
 }
 
-// track registers a connection of network name for Close and Reload;
-// false when shutting down.
-func (g *Gateway) track(c *jsonrpc.Conn, name string) bool {
+// track registers a connection for Close, Reload and the check against
+// its key; false when shutting down.
+func (g *Gateway) track(c *jsonrpc.Conn, s *socket) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closing {
 		return false
 	}
-	g.sockets[c] = name
+	g.sockets[c] = s
 	g.wsWG.Add(1)
+	g.armSweepLocked()
 	return true
 }
 
