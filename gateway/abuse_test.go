@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"runtime"
 	"runtime/debug"
@@ -17,6 +18,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/jsonrpc"
 )
 
 // held is the memory the Go runtime holds for this process: what it has
@@ -173,6 +175,57 @@ func TestNonReadingSubscribersBounded(t *testing.T) {
 		t.Errorf("memory held grew %d MB for %d subscribers that do not read (key budget %d MB, bound %d MB)", growth>>20, clients, keyBudget>>20, bound>>20)
 	}
 	t.Logf("memory held grew %d MB; the process's budget held %d bytes at most; %d of %d subscribers cut off in 2 s", growth>>20, most, cut.Load(), clients)
+}
+
+// TestCutOffSubscriberGetsItsReason: subscribers that never read are cut
+// off (1008) while a write to each is blocked on its full socket: by the
+// key's memory budget, or, those the budget spared, by the write timeout
+// (10 s). Each reads again 12 s in, after the blocked write's own deadline
+// has passed, and finds the close frame with its reason behind what
+// reached it: the close has a deadline of its own, counted from the
+// cut-off. Before, the blocked write failed at its deadline and the socket
+// was dropped without a close frame (docs/subscriptions.md promised one).
+func TestCutOffSubscriberGetsItsReason(t *testing.T) {
+	chain := newFakeChain(t, 5*time.Millisecond, 32<<10)
+	n := newFakeWSNode(t, chain)
+	_, url := subsEnv(t, func(l *gateway.Limits) {
+		l.KeyMemoryBytes = 16 << 20
+		l.MaxNotificationQueue = 1 << 20
+	}, n)
+	const clients = 10
+	conns := make([]*websocket.Conn, clients)
+	for i := range conns {
+		conns[i] = subscribeHeads(t, url)
+	}
+	// The scenario, not a synchronisation: heads for 2 s, then the
+	// clients stay away past the write timeout of the writes blocked on
+	// them, and read.
+	time.Sleep(2 * time.Second)
+	chain.halt()
+	time.Sleep(10 * time.Second)
+	reasons := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var err error
+			for err == nil {
+				_, _, err = c.Read(ctx)
+			}
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || (ce.Reason != jsonrpc.ReasonSlowReader && ce.Reason != jsonrpc.ReasonWriteTimeout) {
+				t.Errorf("client %d ended with %v, want close 1008 with its reason", i, err)
+				return
+			}
+			mu.Lock()
+			reasons[ce.Reason]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	t.Logf("closes: %v", reasons)
 }
 
 // bigNode makes the test node answer every call with a string result of

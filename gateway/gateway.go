@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/trace"
 
@@ -248,7 +247,7 @@ func (g *Gateway) Close() error {
 	}
 	g.mu.Unlock()
 	for _, c := range socks {
-		c.Close(websocket.StatusGoingAway, "server shutting down")
+		c.GoAway("server shutting down")
 	}
 	g.wsWG.Wait()
 	g.sweeps.Wait()

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/coder/websocket"
 
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/membudget"
@@ -259,6 +258,6 @@ func (g *Gateway) closeRemoved(s *state) {
 	}
 	g.mu.Unlock()
 	for _, c := range gone {
-		go c.Close(websocket.StatusGoingAway, "network removed from the config")
+		go c.GoAway("network removed from the config")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -49,7 +50,7 @@ func (g *Gateway) wsHandler(ctx *fasthttp.RequestCtx, rq request, sock *socket) 
 		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
 			c = u.UnsafeConn()
 		}
-		w := &hijackWriter{conn: c, header: http.Header{}}
+		w := &hijackWriter{conn: c, sock: jsonrpc.NewSocket(c), header: http.Header{}}
 		serve := g.serveWebSocket(w, r.WithContext(context.Background()), rq, sock)
 		w.finish()
 		if serve == nil {
@@ -64,7 +65,10 @@ func (g *Gateway) wsHandler(ctx *fasthttp.RequestCtx, rq request, sock *socket) 
 // connection through. Its 101 answer is written when the library hijacks
 // the connection; a refusal it writes instead is sent when it returns.
 type hijackWriter struct {
-	conn     net.Conn
+	conn net.Conn
+	// sock is what the library writes through: the Conn bounds writes
+	// with its deadline and gets a cut-off client its close frame.
+	sock     *jsonrpc.Socket
 	header   http.Header
 	status   int
 	body     []byte
@@ -99,7 +103,7 @@ func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// written with one syscall when it fits, header included: 2 KiB holds
 	// a new-heads notification (about 1.9 kB on the EVM) and most others;
 	// larger answers take two writes.
-	bw := bufio.NewWriterSize(w.conn, wsWriteBuffer)
+	bw := bufio.NewWriterSize(w.sock, wsWriteBuffer)
 	w.writeHead(bw)
 	if err := bw.Flush(); err != nil {
 		return nil, nil, err
@@ -163,9 +167,16 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		g.log.Warn("websocket refused", "status", status, "reason", refused.Limit, "path", redactPath(r.URL.Path), "key", rq.id.Name, "took", time.Since(start))
 		return nil
 	}
+	// The WebSocket's slots are given back when it ends, which may be
+	// before its socket closes: a client cut off while a message to it
+	// is blocked keeps its socket until it has read its close frame
+	// (jsonrpc.ConnLimits.CloseTimeout), and may connect again meanwhile.
+	var released sync.Once
 	release := func() {
-		g.wsConns.Add(-1)
-		g.wsKeys.release(rq.id.Name)
+		released.Do(func() {
+			g.wsConns.Add(-1)
+			g.wsKeys.release(rq.id.Name)
+		})
 	}
 
 	if g.meter != nil {
@@ -198,9 +209,10 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		Memory:           membudget.New("connection", lim.ConnectionMemoryBytes, g.keyMem.Of(rq.id.Name)),
 	}
 	if hw, ok := w.(*hijackWriter); ok {
-		limits.SetWriteDeadline = hw.conn.SetWriteDeadline
+		limits.Socket = hw.sock
 	}
 	c := jsonrpc.NewConn(ws, limits)
+	c.OnClose(release)
 	if !g.track(c, sock) {
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
 		release()
