@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/membudget"
 	"github.com/porticohq/portico/network"
