@@ -145,7 +145,7 @@ func New(cfg Config) *Gateway {
 	if g.keyTTL <= 0 {
 		g.keyTTL = DefaultKeyTTL
 	}
-	g.slots.max, g.slots.perClient = cfg.Limits.MaxConnections, cfg.Limits.MaxConnectionsPerIP
+	g.slots.max, g.slots.perClient, g.slots.headerTimeout = cfg.Limits.MaxConnections, cfg.Limits.MaxConnectionsPerIP, cfg.Limits.HeaderTimeout
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}

@@ -31,6 +31,7 @@ const (
 // network's own listener, "" on the shared one. ctx is only valid until
 // serve returns; nothing started here outlives it.
 func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed string) {
+	serving(ctx.Conn()) // the request is here whole: not stalled
 	path := ctx.Path()
 	var ws bool
 	var rest []byte

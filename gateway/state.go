@@ -231,7 +231,7 @@ func checkServerLimits(was, now Limits) error {
 // connection slots and the memory budgets.
 func (g *Gateway) applyLimits(l Limits) {
 	g.slots.mu.Lock()
-	g.slots.max, g.slots.perClient = l.MaxConnections, l.MaxConnectionsPerIP
+	g.slots.max, g.slots.perClient, g.slots.headerTimeout = l.MaxConnections, l.MaxConnectionsPerIP, l.HeaderTimeout
 	g.slots.mu.Unlock()
 	g.mem.SetLimit(processMemory(l))
 	g.keyMem.SetLimit(l.KeyMemoryBytes)
