@@ -63,7 +63,7 @@ type node struct {
 	reply func(w http.ResponseWriter, req map[string]jsontext.Value)
 }
 
-func newNode(t *testing.T) *node {
+func newNode(t testing.TB) *node {
 	n := &node{}
 	n.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.calls.Add(1)
@@ -132,7 +132,7 @@ type options struct {
 	keyTTL time.Duration
 }
 
-func newEnv(t *testing.T, o options) *env {
+func newEnv(t testing.TB, o options) *env {
 	t.Helper()
 	e := &env{node: newNode(t), logs: &syncBuffer{}}
 	table := testTable
