@@ -184,10 +184,10 @@ func (g *Gateway) sweepKeys() {
 	}
 	g.mu.Unlock()
 	defer g.sweeps.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), g.keyTTL)
-	defer cancel()
 	for key, conns := range byKey {
+		ctx, cancel := context.WithTimeout(context.Background(), g.keyTTL)
 		id, err := g.keys.Authenticate(ctx, key)
+		cancel()
 		if err != nil && !errors.Is(err, portico.ErrKeyUnknown) {
 			g.log.Warn("websocket: key lookup failed; open sockets keep the key as last seen", "key", socks[conns[0]].name, "err", err)
 			continue
