@@ -2,11 +2,14 @@ package gateway_test
 
 import (
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/gateway"
@@ -85,5 +88,39 @@ func BenchmarkTrickleAttack(b *testing.B) {
 		}
 		close(stop)
 		wg.Wait()
+	}
+}
+
+// BenchmarkIdleSubscriberHeap is the Go heap one idle newHeads subscriber
+// holds, its client and its server side together (both are in this
+// process): 3,000 subscribers opened after 200 that warm up the pools,
+// measured after two collections. Run it once:
+//
+//	go test ./gateway -run '^$' -bench IdleSubscriberHeap -benchtime 1x -count 3
+func BenchmarkIdleSubscriberHeap(b *testing.B) {
+	const n, warm = 3000, 200
+	for b.Loop() {
+		chain := newFakeChain(b, time.Hour, 10)
+		node := newFakeWSNode(b, chain)
+		_, url := subsEnv(b, func(l *gateway.Limits) {
+			l.MaxWSConnections, l.MaxConnections, l.MaxSubscriptionsPerKey = 2*(n+warm), 2*(n+warm), 2*(n+warm)
+		}, node)
+		conns := make([]*websocket.Conn, 0, n+warm)
+		var ms runtime.MemStats
+		for i := range n + warm {
+			if i == warm {
+				runtime.GC()
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+			}
+			conns = append(conns, subscribeHeads(b, url))
+		}
+		before := ms.HeapAlloc
+		time.Sleep(500 * time.Millisecond) // let the last answers' buffers go
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapAlloc-before)/n, "B/subscriber")
+		runtime.KeepAlive(conns)
 	}
 }

@@ -167,6 +167,10 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		g.log.Warn("websocket refused", "status", status, "reason", refused.Limit, "path", redactPath(r.URL.Path), "key", rq.id.Name, "took", time.Since(start))
 		return nil
 	}
+	// What the connection's closures keep for its life is named here, so
+	// that they hold these and not the whole request (an idle subscriber
+	// holds little: docs/benchmarks.md, issue 17).
+	keyName, name := rq.id.Name, rq.net.Name
 	// The WebSocket's slots are given back when it ends, which may be
 	// before its socket closes: a client cut off while a message to it
 	// is blocked keeps its socket until it has read its close frame
@@ -175,7 +179,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 	release := func() {
 		released.Do(func() {
 			g.wsConns.Add(-1)
-			g.wsKeys.release(rq.id.Name)
+			g.wsKeys.release(keyName)
 		})
 	}
 
@@ -226,15 +230,14 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		defer g.obs.metrics.WebSocket(-1)
 		c.Serve(base, func(ctx context.Context, body []byte) []byte {
 			// Each message is served by the network of this name in the
-			// state of now: a reload's costs, limits and nodes reach open
-			// connections too.
-			rq := rq
+			// state of now, under the key as the store has it now: a
+			// reload's costs, limits and nodes and a key's changes reach
+			// open connections too.
 			id, err := g.keyNow(ctx, sock)
 			if err != nil {
 				return refusedByKey(ctx, c, err)
 			}
-			rq.id = id
-			name := rq.net.Name
+			rq := request{id: id}
 			if rq.st, rq.net = g.acquire(func(s *state) *Network { return s.byName[name] }); rq.net == nil {
 				e, _, _ := jsonrpc.ErrorFor(networkGone(name))
 				return jsonrpc.AppendError(nil, nil, &jsonrpc.Error{Code: e.Code, Message: networkGone(name).Error()})

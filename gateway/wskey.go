@@ -34,7 +34,6 @@ const DefaultKeyTTL = 5 * time.Second
 // the key it was opened with, as last seen.
 type socket struct {
 	network string
-	name    string // the key's name, for logs
 	// key is the API key of the path, kept to look it up again (through
 	// the authenticator's cache); it is never logged.
 	key string
@@ -52,7 +51,7 @@ type socket struct {
 
 // newSocket is the socket of a handshake that passed every check as id.
 func newSocket(network, key, origin, ua string, id apikey.Identity) *socket {
-	s := &socket{network: network, name: id.Name, key: key, origin: origin, ua: ua, id: id}
+	s := &socket{network: network, key: key, origin: origin, ua: ua, id: id}
 	if r := id.Rules; r != nil {
 		s.secret, s.jwt = len(r.Secrets) > 0, r.JWT != nil
 	}
@@ -80,6 +79,13 @@ func (s *socket) follow(id apikey.Identity, err error) (apikey.Identity, error) 
 		return apikey.Identity{}, err
 	}
 	return s.id, nil
+}
+
+// keyName is the name of the socket's key, for logs.
+func (s *socket) keyName() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id.Name
 }
 
 // admits checks what the handshake was checked for against the key's
@@ -189,7 +195,7 @@ func (g *Gateway) sweepKeys() {
 		id, err := g.keys.Authenticate(ctx, key)
 		cancel()
 		if err != nil && !errors.Is(err, portico.ErrKeyUnknown) {
-			g.log.Warn("websocket: key lookup failed; open sockets keep the key as last seen", "key", socks[conns[0]].name, "err", err)
+			g.log.Warn("websocket: key lookup failed; open sockets keep the key as last seen", "key", socks[conns[0]].keyName(), "err", err)
 			continue
 		}
 		for _, c := range conns {

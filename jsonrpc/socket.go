@@ -26,7 +26,7 @@ import (
 // it at once, as soon as the client reads again.
 type Socket struct {
 	net.Conn
-	stalled atomic.Pointer[func() time.Time]
+	conn atomic.Pointer[Conn] // the Conn writing through it, once made
 }
 
 // NewSocket wraps c. Until a Conn is made with it, it writes as c does.
@@ -38,11 +38,11 @@ func NewSocket(c net.Conn) *Socket { return &Socket{Conn: c} }
 func (s *Socket) Write(p []byte) (int, error) {
 	n, err := s.Conn.Write(p)
 	for err != nil && n < len(p) && errors.Is(err, os.ErrDeadlineExceeded) {
-		f := s.stalled.Load()
-		if f == nil {
+		c := s.conn.Load()
+		if c == nil {
 			break
 		}
-		by := (*f)()
+		by := c.stalled()
 		if !time.Now().Before(by) || s.Conn.SetWriteDeadline(by) != nil {
 			break
 		}

@@ -256,8 +256,7 @@ func NewConn(ws *websocket.Conn, limits ConnLimits) *Conn {
 		slots: make(chan struct{}, limits.MaxInFlight), room: make(chan struct{}, 1)}
 	c.touch()
 	if s := limits.Socket; s != nil {
-		f := c.stalled
-		s.stalled.Store(&f)
+		s.conn.Store(c)
 	}
 	return c
 }
