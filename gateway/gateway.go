@@ -120,6 +120,7 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	sockets map[*jsonrpc.Conn]*socket // each socket's network and key
+	wsKeyOf map[string]*wsKey         // the keys of open sockets, by the key itself
 	closing bool
 	wsWG    sync.WaitGroup // one per tracked socket
 	// The check of open sockets against their keys (wskey.go): every
@@ -139,6 +140,7 @@ func New(cfg Config) *Gateway {
 		meter:        cfg.Meter,
 		log:          cfg.Logger,
 		sockets:      map[*jsonrpc.Conn]*socket{},
+		wsKeyOf:      map[string]*wsKey{},
 		tokens:       newTokenCache(),
 		keyTTL:       cfg.KeyTTL,
 	}

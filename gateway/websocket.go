@@ -258,6 +258,7 @@ func (g *Gateway) track(c *jsonrpc.Conn, s *socket) bool {
 		return false
 	}
 	g.sockets[c] = s
+	g.shareKeyLocked(s)
 	g.wsWG.Add(1)
 	g.armSweepLocked()
 	return true
@@ -265,6 +266,9 @@ func (g *Gateway) track(c *jsonrpc.Conn, s *socket) bool {
 
 func (g *Gateway) untrack(c *jsonrpc.Conn) {
 	g.mu.Lock()
+	if s := g.sockets[c]; s != nil {
+		g.unshareKeyLocked(s)
+	}
 	delete(g.sockets, c)
 	g.mu.Unlock()
 	g.wsWG.Done()

@@ -30,13 +30,10 @@ import (
 // when Config.KeyTTL is 0: the store's default key cache.
 const DefaultKeyTTL = 5 * time.Second
 
-// socket is an open WebSocket as the gateway tracks it: its network and
-// the key it was opened with, as last seen.
+// socket is an open WebSocket as the gateway tracks it: its network, what
+// its handshake sent, and its key (shared with the key's other sockets).
 type socket struct {
 	network string
-	// key is the API key of the path, kept to look it up again (through
-	// the authenticator's cache); it is never logged.
-	key string
 	// origin and ua are what the handshake sent, for the lists that
 	// apply to a whole request.
 	origin, ua string
@@ -44,14 +41,29 @@ type socket struct {
 	// a socket opened without one is closed when the key comes to
 	// require it.
 	secret, jwt bool
-
-	mu sync.Mutex
-	id apikey.Identity // as last seen
+	// version is the version of the key this socket was last checked
+	// against (under key.mu).
+	version uint64
+	key     *wsKey
 }
 
-// newSocket is the socket of a handshake that passed every check as id.
+// wsKey is a key of open sockets, one for all the sockets of the key (an
+// idle subscriber holds only its socket's own few fields: issue 17's
+// bound on memory per subscriber).
+type wsKey struct {
+	// key is the API key of the path, kept to look it up again (through
+	// the authenticator's cache); it is never logged.
+	key string
+
+	mu   sync.Mutex
+	id   apikey.Identity // as last seen
+	refs int             // sockets open (under Gateway.mu)
+}
+
+// newSocket is the socket of a handshake that passed every check as id;
+// track shares its wsKey with the key's other sockets.
 func newSocket(network, key, origin, ua string, id apikey.Identity) *socket {
-	s := &socket{network: network, key: key, origin: origin, ua: ua, id: id}
+	s := &socket{network: network, origin: origin, ua: ua, version: id.Version, key: &wsKey{key: key, id: id}}
 	if r := id.Rules; r != nil {
 		s.secret, s.jwt = len(r.Secrets) > 0, r.JWT != nil
 	}
@@ -64,28 +76,56 @@ func newSocket(network, key, origin, ua string, id apikey.Identity) *socket {
 // store could not be asked (an error other than an unknown key), the key
 // stays as last seen.
 func (s *socket) follow(id apikey.Identity, err error) (apikey.Identity, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	k := s.key
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	switch {
-	case err == nil && id.Version != 0 && id.Version == s.id.Version:
-		return s.id, nil
+	case err == nil && id.Version != 0 && id.Version == s.version:
+		return id, nil
 	case err == nil:
 		if err := s.admits(id); err != nil {
 			return apikey.Identity{}, err
 		}
-		s.id = id
+		s.version = id.Version
+		if id.Version >= k.id.Version {
+			k.id = id
+		}
 		return id, nil
 	case errors.Is(err, portico.ErrKeyUnknown):
 		return apikey.Identity{}, err
 	}
-	return s.id, nil
+	return k.id, nil
 }
 
-// keyName is the name of the socket's key, for logs.
-func (s *socket) keyName() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.id.Name
+// name is the key's name, for logs.
+func (k *wsKey) name() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.id.Name
+}
+
+// shareKeyLocked gives s the wsKey of the key's other open sockets, when
+// there are some. g.mu is held.
+func (g *Gateway) shareKeyLocked(s *socket) {
+	if k := g.wsKeyOf[s.key.key]; k != nil {
+		k.mu.Lock()
+		if s.key.id.Version > k.id.Version {
+			k.id = s.key.id
+		}
+		k.mu.Unlock()
+		s.key = k
+	} else {
+		g.wsKeyOf[s.key.key] = s.key
+	}
+	s.key.refs++
+}
+
+// unshareKeyLocked lets go of s's wsKey once no socket of the key is
+// open. g.mu is held.
+func (g *Gateway) unshareKeyLocked(s *socket) {
+	if s.key.refs--; s.key.refs == 0 {
+		delete(g.wsKeyOf, s.key.key)
+	}
 }
 
 // admits checks what the handshake was checked for against the key's
@@ -116,7 +156,7 @@ func (s *socket) admits(id apikey.Identity) error {
 func (g *Gateway) keyNow(ctx context.Context, s *socket) (apikey.Identity, error) {
 	// A lookup that fails for the store's sake is logged by the sweep,
 	// once per key, not here once per message.
-	return s.follow(g.keys.Authenticate(ctx, s.key))
+	return s.follow(g.keys.Authenticate(ctx, s.key.key))
 }
 
 // refusedByKey answers a message the key refuses now, and closes the
@@ -182,20 +222,20 @@ func (g *Gateway) sweepKeys() {
 		return
 	}
 	g.sweeps.Add(1)
-	byKey := map[string][]*jsonrpc.Conn{}
-	socks := map[*jsonrpc.Conn]*socket{}
+	byKey := map[*wsKey][]*jsonrpc.Conn{}
+	socks := make(map[*jsonrpc.Conn]*socket, len(g.sockets))
 	for c, s := range g.sockets {
 		byKey[s.key] = append(byKey[s.key], c)
 		socks[c] = s
 	}
 	g.mu.Unlock()
 	defer g.sweeps.Done()
-	for key, conns := range byKey {
+	for k, conns := range byKey {
 		ctx, cancel := context.WithTimeout(context.Background(), g.keyTTL)
-		id, err := g.keys.Authenticate(ctx, key)
+		id, err := g.keys.Authenticate(ctx, k.key)
 		cancel()
 		if err != nil && !errors.Is(err, portico.ErrKeyUnknown) {
-			g.log.Warn("websocket: key lookup failed; open sockets keep the key as last seen", "key", socks[conns[0]].keyName(), "err", err)
+			g.log.Warn("websocket: key lookup failed; open sockets keep the key as last seen", "key", k.name(), "err", err)
 			continue
 		}
 		for _, c := range conns {

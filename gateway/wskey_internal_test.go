@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/store"
 )
 
@@ -57,6 +58,8 @@ func BenchmarkSocketKeyCheck(b *testing.B) {
 				b.Fatal(err)
 			}
 			s := newSocket("n", c.key, "https://app.example.com", "viem/2.0", id)
+			g.wsKeyOf = map[string]*wsKey{}
+			g.shareKeyLocked(s)
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := g.keyNow(ctx, s); err != nil {
@@ -64,5 +67,36 @@ func BenchmarkSocketKeyCheck(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSocketsShareTheirKey: the open sockets of one key share one wsKey,
+// which goes when the last of them closes.
+func TestSocketsShareTheirKey(t *testing.T) {
+	g := New(Config{Keys: apikey.NewSet(), KeyTTL: time.Hour})
+	defer g.Close()
+	id := apikey.Identity{Name: "k", Version: 1}
+	a, b, other := &jsonrpc.Conn{}, &jsonrpc.Conn{}, &jsonrpc.Conn{}
+	sa, sb := newSocket("n", "key-one", "", "", id), newSocket("n", "key-one", "", "", apikey.Identity{Name: "k", Version: 2})
+	so := newSocket("n", "key-two", "", "", id)
+	for c, s := range map[*jsonrpc.Conn]*socket{a: sa, b: sb, other: so} {
+		if !g.track(c, s) {
+			t.Fatal("not tracked")
+		}
+	}
+	if sa.key != sb.key || sa.key == so.key || len(g.wsKeyOf) != 2 {
+		t.Fatalf("keys not shared: %p %p %p, %d held", sa.key, sb.key, so.key, len(g.wsKeyOf))
+	}
+	if v := sa.key.id.Version; v != 2 {
+		t.Errorf("the shared key holds version %d, want the newer 2", v)
+	}
+	g.untrack(a)
+	if len(g.wsKeyOf) != 2 {
+		t.Errorf("a key with a socket open let go")
+	}
+	g.untrack(b)
+	g.untrack(other)
+	if len(g.wsKeyOf) != 0 {
+		t.Errorf("%d keys held with no socket open", len(g.wsKeyOf))
 	}
 }
