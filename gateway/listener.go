@@ -143,6 +143,9 @@ func (s *slots) admit(c net.Conn, log *slog.Logger) (*countedConn, *portico.Limi
 		}
 		s.removeLocked(victim)
 	}
+	// A victim of the newcomer's own may have been its last connection,
+	// and its set gone with it.
+	held = s.byAddr[addr]
 	if held == nil {
 		if s.byAddr == nil {
 			s.byAddr = map[netip.Addr]map[*countedConn]struct{}{}

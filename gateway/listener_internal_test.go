@@ -77,6 +77,8 @@ func TestSlotsVictim(t *testing.T) {
 		{"no header timeout: nothing is stalled", 8, 0, 0, []client{{"10.0.0.1", 0, 0, 4, 0}, {"10.0.0.2", 0, 0, 4, 0}}, "10.0.0.1", ""},
 		{"per address: its own stalled one goes", 0, 3, time.Minute, []client{{"10.0.0.1", 0, 2, 1, 0}}, "10.0.0.1", "10.0.0.1"},
 		{"per address: none stalled, refused", 0, 3, time.Minute, []client{{"10.0.0.1", 1, 1, 0, 1}}, "10.0.0.1", ""},
+		{"per address: its only one, stalled, goes", 0, 1, time.Minute, []client{{"10.0.0.1", 0, 0, 1, 0}}, "10.0.0.1", "10.0.0.1"},
+		{"its only one, stalled, goes for itself", 2, 0, time.Minute, []client{{"10.0.0.1", 0, 0, 1, 0}, {"10.0.0.2", 0, 1, 0, 0}}, "10.0.0.1", "10.0.0.1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,6 +127,14 @@ func TestSlotsVictim(t *testing.T) {
 			cc.Close()
 			if s.open() != open-1 {
 				t.Errorf("after close: %d open", s.open())
+			}
+			// Every connection counted is in its client's set.
+			n := 0
+			for _, conns := range s.byAddr {
+				n += len(conns)
+			}
+			if n != s.open() {
+				t.Errorf("%d connections in the clients' sets, %d counted", n, s.open())
 			}
 		})
 	}

@@ -195,8 +195,8 @@ func closeReason(msg string) string {
 	return msg
 }
 
-// armSweepLocked starts the check of open sockets against their keys when the
-// first one opens. g.mu is held.
+// armSweepLocked starts the check of open sockets against their keys
+// when the first one opens. g.mu is held.
 func (g *Gateway) armSweepLocked() {
 	if g.sweeping || g.closing {
 		return
