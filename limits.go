@@ -54,9 +54,17 @@ type Limits struct {
 	KeyMemoryBytes        int64         `yaml:"key_memory_bytes"`
 	ConnectionMemoryBytes int64         `yaml:"connection_memory_bytes"`
 	ReadTimeout           time.Duration `yaml:"read_timeout"`
-	WriteTimeout          time.Duration `yaml:"write_timeout"`
-	IdleTimeout           time.Duration `yaml:"idle_timeout"`
-	WSIdleTimeout         time.Duration `yaml:"ws_idle_timeout"`
+	// HeaderTimeout is how long a connection may take to send a whole
+	// request (its head and body) from its first byte, or its first
+	// request from when it opened, before it counts as stalled: when
+	// connection slots run short, stalled connections are closed first
+	// to make room (docs/errors.md, -32044), so that a client trickling
+	// bytes cannot hold slots a new client needs. Unlike ReadTimeout, it
+	// closes nothing while slots are left.
+	HeaderTimeout time.Duration `yaml:"header_timeout"`
+	WriteTimeout  time.Duration `yaml:"write_timeout"`
+	IdleTimeout   time.Duration `yaml:"idle_timeout"`
+	WSIdleTimeout time.Duration `yaml:"ws_idle_timeout"`
 }
 
 // DefaultLimits are the limits `portico serve` runs with when the config
@@ -78,6 +86,7 @@ func DefaultLimits() Limits {
 		KeyMemoryBytes:                256 << 20,
 		ConnectionMemoryBytes:         128 << 20,
 		ReadTimeout:                   30 * time.Second,
+		HeaderTimeout:                 10 * time.Second,
 		WriteTimeout:                  60 * time.Second,
 		IdleTimeout:                   120 * time.Second,
 		WSIdleTimeout:                 10 * time.Minute,

@@ -98,6 +98,13 @@ type Identity struct {
 	// Rules are the key's own settings beyond these (secret, JWT, more
 	// allowlists, bounds on calls); nil for a key that has none.
 	Rules *Rules
+	// Version tells identities of one key apart cheaply: two with the
+	// same Version (not 0) carry the same settings, so an open WebSocket
+	// that checks its key on every message re-derives nothing while it is
+	// unchanged. An authenticator that reads keys from a store gives each
+	// identity it reads a new one; 0 means none is known, and the
+	// settings are looked at every time.
+	Version uint64
 }
 
 // Entry is one key of a Set, held as its digest.

@@ -545,6 +545,7 @@ func (c *Config) Validate() error {
 		{"limits.max_subscriptions_per_key", int64(l.MaxSubscriptionsPerKey)},
 		{"limits.max_notification_queue", int64(l.MaxNotificationQueue)},
 		{"limits.read_timeout", int64(l.ReadTimeout)},
+		{"limits.header_timeout", int64(l.HeaderTimeout)},
 		{"limits.write_timeout", int64(l.WriteTimeout)},
 		{"limits.idle_timeout", int64(l.IdleTimeout)},
 		{"limits.ws_idle_timeout", int64(l.WSIdleTimeout)},

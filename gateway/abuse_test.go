@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"runtime"
 	"runtime/debug"
@@ -17,6 +19,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/jsonrpc"
 )
 
 // held is the memory the Go runtime holds for this process: what it has
@@ -173,6 +176,93 @@ func TestNonReadingSubscribersBounded(t *testing.T) {
 		t.Errorf("memory held grew %d MB for %d subscribers that do not read (key budget %d MB, bound %d MB)", growth>>20, clients, keyBudget>>20, bound>>20)
 	}
 	t.Logf("memory held grew %d MB; the process's budget held %d bytes at most; %d of %d subscribers cut off in 2 s", growth>>20, most, cut.Load(), clients)
+}
+
+// TestCutOffSubscriberGetsItsReason: subscribers that never read (their
+// sockets take little: a 64 KiB receive buffer) are cut off (1008) while a
+// write to each is blocked on its full socket: by the key's memory budget,
+// or, those the budget spared, by the write timeout (10 s). Each reads
+// again 11 s after the budget filled, when the blocked write's own
+// deadline has passed, and
+// finds the close frame with its reason behind what reached it: the close
+// has a deadline of its own, counted from the cut-off. Before, the blocked
+// write failed at its deadline and the socket was dropped without a close
+// frame (docs/subscriptions.md promised one). A client no write ever
+// blocked on gets 1001 when the gateway shuts down at the end.
+func TestCutOffSubscriberGetsItsReason(t *testing.T) {
+	chain := newFakeChain(t, 5*time.Millisecond, 32<<10)
+	n := newFakeWSNode(t, chain)
+	gw, url := subsEnv(t, func(l *gateway.Limits) {
+		l.KeyMemoryBytes = 16 << 20
+		l.MaxNotificationQueue = 1 << 20
+	}, n)
+	smallBuffer := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			err = c.(*net.TCPConn).SetReadBuffer(64 << 10)
+		}
+		return c, err
+	}}}
+	const clients = 10
+	conns := make([]*websocket.Conn, clients)
+	for i := range conns {
+		c, _, err := websocket.Dial(context.Background(), url, &websocket.DialOptions{HTTPClient: smallBuffer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadLimit(1 << 22)
+		t.Cleanup(func() { c.CloseNow() })
+		if err := c.Write(context.Background(), websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, b, err := c.Read(context.Background()); err != nil || !strings.Contains(string(b), `"result":"0x`) {
+			t.Fatalf("subscribe: %s %v", b, err)
+		}
+		conns[i] = c
+	}
+	// Heads until the key's budget has filled once (the notifications
+	// queued behind blocked writes count against it), so some clients
+	// were cut off by it; then the clients stay away past the write
+	// timeout of the writes blocked on them (the scenario, not a
+	// synchronisation), and read.
+	for deadline := time.Now().Add(time.Minute); gw.Memory().Used() < 12<<20; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the key's budget never filled: %d bytes held", gw.Memory().Used())
+		}
+	}
+	time.Sleep(time.Second) // and past it: the budget cuts
+	chain.halt()
+	time.Sleep(11 * time.Second)
+	reasons := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var err error
+			for err == nil {
+				_, _, err = c.Read(ctx)
+			}
+			var ce websocket.CloseError
+			switch {
+			case errors.As(err, &ce) && ce.Code == websocket.StatusPolicyViolation && (ce.Reason == jsonrpc.ReasonSlowReader || ce.Reason == jsonrpc.ReasonWriteTimeout):
+			case errors.As(err, &ce) && ce.Code == websocket.StatusGoingAway:
+			default:
+				t.Errorf("client %d ended with %v, want close 1008 with its reason", i, err)
+				return
+			}
+			mu.Lock()
+			reasons[ce.Code.String()+" "+ce.Reason]++
+			mu.Unlock()
+		})
+	}
+	gw.Close() // ends the sockets no write blocked on; the others have ended
+	wg.Wait()
+	if reasons["StatusPolicyViolation "+jsonrpc.ReasonSlowReader] == 0 {
+		t.Errorf("no subscriber was cut off by the budget: %v", reasons)
+	}
+	t.Logf("closes: %v", reasons)
 }
 
 // bigNode makes the test node answer every call with a string result of

@@ -13,8 +13,8 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
-	"github.com/coder/websocket"
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/trace"
 
@@ -89,6 +89,11 @@ type Config struct {
 	// Tracer, when set, starts a span per call (a child of the client's
 	// traceparent, if it sent one); the pool's attempts are its children.
 	Tracer trace.Tracer
+	// KeyTTL is how long Keys may answer with a key's settings as they
+	// were (the store's key cache, store.key_cache_ttl): each message on
+	// an open WebSocket is checked through Keys, and a socket that sends
+	// nothing is checked this often. 0 means DefaultKeyTTL.
+	KeyTTL time.Duration
 }
 
 // Gateway is the request-serving core with its two transports.
@@ -114,9 +119,16 @@ type Gateway struct {
 	calls        keyCalls           // calls in flight and per second, per limited key
 
 	mu      sync.Mutex
-	sockets map[*jsonrpc.Conn]string // each socket's network
+	sockets map[*jsonrpc.Conn]*socket // each socket's network and key
+	wsKeyOf map[string]*wsKey         // the keys of open sockets, by the key itself
 	closing bool
 	wsWG    sync.WaitGroup // one per tracked socket
+	// The check of open sockets against their keys (wskey.go): every
+	// keyTTL while sockets are open.
+	keyTTL   time.Duration
+	sweep    *time.Timer
+	sweeping bool           // sweep is set to run
+	sweeps   sync.WaitGroup // a sweep running
 }
 
 // New builds a gateway. It starts nothing.
@@ -127,10 +139,15 @@ func New(cfg Config) *Gateway {
 		perKey:       map[string]int{},
 		meter:        cfg.Meter,
 		log:          cfg.Logger,
-		sockets:      map[*jsonrpc.Conn]string{},
+		sockets:      map[*jsonrpc.Conn]*socket{},
+		wsKeyOf:      map[string]*wsKey{},
 		tokens:       newTokenCache(),
+		keyTTL:       cfg.KeyTTL,
 	}
-	g.slots.max, g.slots.perClient = cfg.Limits.MaxConnections, cfg.Limits.MaxConnectionsPerIP
+	if g.keyTTL <= 0 {
+		g.keyTTL = DefaultKeyTTL
+	}
+	g.slots.max, g.slots.perClient, g.slots.headerTimeout = cfg.Limits.MaxConnections, cfg.Limits.MaxConnectionsPerIP, cfg.Limits.HeaderTimeout
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -223,14 +240,18 @@ func (g *Gateway) Listener(ln net.Listener) net.Listener {
 func (g *Gateway) Close() error {
 	g.mu.Lock()
 	g.closing = true
+	if g.sweep != nil {
+		g.sweep.Stop()
+	}
 	socks := make([]*jsonrpc.Conn, 0, len(g.sockets))
 	for c := range g.sockets {
 		socks = append(socks, c)
 	}
 	g.mu.Unlock()
 	for _, c := range socks {
-		c.Close(websocket.StatusGoingAway, "server shutting down")
+		c.GoAway("server shutting down")
 	}
 	g.wsWG.Wait()
+	g.sweeps.Wait()
 	return nil
 }

@@ -31,6 +31,7 @@ const (
 // network's own listener, "" on the shared one. ctx is only valid until
 // serve returns; nothing started here outlives it.
 func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed string) {
+	serving(ctx.Conn()) // the request is here whole: not stalled
 	path := ctx.Path()
 	var ws bool
 	var rest []byte
@@ -73,7 +74,8 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed string) {
 	}
 	defer n.use.release()
 	rq := request{net: n, id: id, st: st}
-	if err := allowed(id, n.Name, string(ctx.Request.Header.Peek("Origin"))); err != nil {
+	origin := ctx.Request.Header.Peek("Origin")
+	if err := allowed(id, n.Name, string(origin)); err != nil {
 		g.fail(ctx, err, start)
 		return
 	}
@@ -82,7 +84,9 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed string) {
 		return
 	}
 	if ws {
-		g.wsHandler(ctx, rq)
+		// The socket keeps what its key is checked against again, on
+		// each message (wskey.go).
+		g.wsHandler(ctx, rq, newSocket(n.Name, key, string(origin), string(ctx.Request.Header.UserAgent()), id))
 		return
 	}
 	cors(&ctx.Response.Header)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -156,5 +157,94 @@ func TestConnectionSlotsAreFair(t *testing.T) {
 	}
 	if closed != 1 {
 		t.Errorf("%d connections of the nine addresses were closed, want 1", closed)
+	}
+}
+
+// TestTricklingConnectionsMakeRoom: four client addresses fill every
+// connection slot with connections that sent the start of a request head
+// and then trickle a byte now and then (the HTTP server counts each as
+// busy from its first byte). Once they have gone limits.header_timeout
+// without a whole request, a fifth address is served: a trickling
+// connection is closed to make room; and an address at its own bound gets
+// a new connection in the same way. Before, only idle connections were
+// closed to make room, and every newcomer was refused with -32044.
+func TestTricklingConnectionsMakeRoom(t *testing.T) {
+	const perAddr, addrs = 8, 4
+	const headerTimeout = 200 * time.Millisecond
+	e := newEnv(t, options{limits: func(l *gateway.Limits) {
+		l.MaxConnections, l.MaxConnectionsPerIP, l.HeaderTimeout = perAddr*addrs, perAddr, headerTimeout
+	}})
+	target := strings.TrimPrefix(e.srv.URL, "http://")
+	dialFrom := func(n int) net.Conn {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(n))}, Timeout: 5 * time.Second}
+		c, err := d.Dial("tcp", target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() { close(stop); wg.Wait() })
+	var trickling []net.Conn
+	for a := range addrs {
+		for range perAddr {
+			c := dialFrom(30 + a)
+			trickling = append(trickling, c)
+			if _, err := c.Write([]byte("POST /v3/" + testKey[:8])); err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				tick := time.NewTicker(50 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+						if _, err := c.Write([]byte("a")); err != nil {
+							return
+						}
+					}
+				}
+			})
+		}
+	}
+	// The scenario, not a synchronisation: the trickling connections go
+	// past the header timeout without a whole request.
+	time.Sleep(3 * headerTimeout)
+	served := func(c net.Conn) string {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"real_echo","params":[1]}`
+		if _, err := c.Write([]byte("POST /v3/" + testKey + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 4096)
+		n, _ := c.Read(buf)
+		return string(buf[:n])
+	}
+	if got := served(dialFrom(30 + addrs)); !strings.HasPrefix(got, "HTTP/1.1 200") || !strings.Contains(got, `"result":[1]`) {
+		t.Fatalf("a new address: %q", got)
+	}
+	if got := served(dialFrom(30)); !strings.HasPrefix(got, "HTTP/1.1 200") || !strings.Contains(got, `"result":[1]`) {
+		t.Fatalf("an address at its bound: %q", got)
+	}
+	// Exactly two trickling connections were closed for them.
+	closed := 0
+	buf := make([]byte, 512)
+	for _, c := range trickling {
+		// A closed one has its end waiting: EOF, or a reset when the
+		// server had not read all it was sent.
+		c.SetReadDeadline(time.Now().Add(5 * time.Millisecond))
+		var ne net.Error
+		if _, err := c.Read(buf); err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+			closed++
+		}
+	}
+	if closed != 2 {
+		t.Errorf("%d trickling connections were closed, want 2", closed)
 	}
 }

@@ -62,46 +62,90 @@ func clientOf(ip netip.Addr) netip.Addr {
 }
 
 // Connection states for the choice of which connection to close, from
-// the server's ConnState hook.
+// the server's ConnState hook and the gateway's handler.
 const (
-	connIdle     int32 = iota // no request being served: new, or between requests
-	connActive                // a request is being served
+	connNew      int32 = iota // open, no request yet
+	connIdle                  // between requests (keep-alive)
+	connReading               // a request is arriving: from its first byte until the handler has it whole
+	connServing               // the handler serves a request
 	connHijacked              // a WebSocket
+	connClaimed               // chosen to be closed to make room
 )
 
+// stateWord packs a connection's state and when it entered it (unix
+// milliseconds), so that one compare-and-swap claims a connection in the
+// state it was seen in.
+func stateWord(state int32, since time.Time) int64 {
+	return since.UnixMilli()<<3 | int64(state)
+}
+
+func wordState(w int64) int32 { return int32(w & 7) }
+
+func wordSince(w int64) time.Time { return time.UnixMilli(w >> 3) }
+
 // slots counts the open TCP connections over all listeners and per
-// client. When every slot is taken, a new client still gets in while
-// some client holds more than its share (the slots over the number of
-// clients): the idle connections of the largest such holders are closed
-// first. Closing an idle HTTP/1.1 keep-alive connection costs its client
-// nothing but a new handshake, which RFC 9112 9.6 lets any server do.
+// client. When every slot is taken, a connection is closed to make room
+// for a new one, in this order:
+//
+//  1. a stalled one, that has not sent a whole request within
+//     headerTimeout (a client trickling bytes, which the HTTP server
+//     counts as busy from its first byte), of a client holding more
+//     connections than the newcomer, or of the newcomer itself;
+//  2. an idle one of the largest client holding more than its share (the
+//     slots over the number of clients), not the newcomer;
+//  3. one of such a client still sending its request.
+//
+// So a new client always gets in while some client holds more than its
+// share and is not being served on every connection. A client at its own
+// bound (perClient) gets in only by a stalled connection of its own.
+// Closing an idle HTTP/1.1 keep-alive connection costs its client nothing
+// but a new handshake, which RFC 9112 9.6 lets any server do; closing one
+// that has not sent its request costs it a retry.
 type slots struct {
-	max, perClient int // 0: no bound
+	max, perClient int           // 0: no bound
+	headerTimeout  time.Duration // 0: none is stalled
 
 	mu     sync.Mutex
 	total  int
 	byAddr map[netip.Addr]map[*countedConn]struct{}
 }
 
-// admit counts a new connection, closing another client's idle one when
-// that makes room, or refuses it.
+// Kinds of connection closed to make room, for the log.
+const (
+	victimStalled = "a stalled connection (no whole request within limits.header_timeout)"
+	victimIdle    = "an idle connection of the largest client"
+	victimReading = "a connection still sending its request, of the largest client"
+)
+
+// admit counts a new connection, closing another when that makes room
+// (see slots), or refuses it.
 func (s *slots) admit(c net.Conn, log *slog.Logger) (*countedConn, *portico.LimitError) {
 	addr := clientOf(remoteIP(c))
+	now := time.Now()
 	cc := &countedConn{Conn: c, s: s, addr: addr}
+	cc.state.Store(stateWord(connNew, now))
 	s.mu.Lock()
 	held := s.byAddr[addr]
-	if s.perClient > 0 && len(held) >= s.perClient {
-		s.mu.Unlock()
-		return nil, &portico.LimitError{Limit: portico.LimitConnectionsPerIP, Max: int64(s.perClient)}
-	}
 	var victim *countedConn
+	var kind string
+	if s.perClient > 0 && len(held) >= s.perClient {
+		if victim = s.stalledLocked(held, now); victim == nil {
+			s.mu.Unlock()
+			return nil, &portico.LimitError{Limit: portico.LimitConnectionsPerIP, Max: int64(s.perClient)}
+		}
+		kind = victimStalled
+		s.removeLocked(victim)
+	}
 	if s.max > 0 && s.total >= s.max {
-		if victim = s.victimLocked(addr); victim == nil {
+		if victim, kind = s.victimLocked(addr, now); victim == nil {
 			s.mu.Unlock()
 			return nil, &portico.LimitError{Limit: portico.LimitConnections, Max: int64(s.max)}
 		}
 		s.removeLocked(victim)
 	}
+	// A victim of the newcomer's own may have been its last connection,
+	// and its set gone with it.
+	held = s.byAddr[addr]
 	if held == nil {
 		if s.byAddr == nil {
 			s.byAddr = map[netip.Addr]map[*countedConn]struct{}{}
@@ -116,40 +160,74 @@ func (s *slots) admit(c net.Conn, log *slog.Logger) (*countedConn, *portico.Limi
 		// Its slot is already counted free; fasthttp sees the read fail
 		// and lets the connection go.
 		_ = victim.Conn.Close()
-		log.Info("connection slots full: closed an idle connection of the largest client", "client", victim.addr.String(), "for", addr.String())
+		log.Info("connection slots full: closed "+kind, "client", victim.addr.String(), "for", addr.String())
 	}
 	return cc, nil
 }
 
-// victimLocked picks an idle connection of the largest client that holds
-// more than its share, not counting the newcomer's own; nil when there is
-// none (every client within its share, or the large ones all busy).
-func (s *slots) victimLocked(newcomer netip.Addr) *countedConn {
+// victimLocked picks the connection to close for a newcomer when every
+// slot is taken, and says which kind it is (see slots); nil when there is
+// none.
+func (s *slots) victimLocked(newcomer netip.Addr, now time.Time) (*countedConn, string) {
 	clients := len(s.byAddr)
 	if _, ok := s.byAddr[newcomer]; !ok {
 		clients++
 	}
+	mine := len(s.byAddr[newcomer])
 	type holder struct {
 		addr netip.Addr
 		n    int
 	}
-	var over []holder
+	holders := make([]holder, 0, len(s.byAddr))
 	for a, conns := range s.byAddr {
-		// More than its share, max/clients, without rounding it down.
-		if a != newcomer && len(conns)*clients > s.max {
-			over = append(over, holder{a, len(conns)})
-		}
+		holders = append(holders, holder{a, len(conns)})
 	}
-	slices.SortFunc(over, func(x, y holder) int {
+	slices.SortFunc(holders, func(x, y holder) int {
 		return cmp.Or(cmp.Compare(y.n, x.n), x.addr.Compare(y.addr))
 	})
-	for _, h := range over {
-		for c := range s.byAddr[h.addr] {
-			// Claim it: a request arriving on it now finds it closed
-			// rather than half served.
-			if c.state.CompareAndSwap(connIdle, connActive) {
-				return c
+	for _, h := range holders {
+		if h.addr == newcomer || h.n > mine {
+			if c := s.stalledLocked(s.byAddr[h.addr], now); c != nil {
+				return c, victimStalled
 			}
+		}
+	}
+	for _, kind := range []string{victimIdle, victimReading} {
+		for _, h := range holders {
+			// More than its share, max/clients, without rounding it down.
+			if h.addr == newcomer || h.n*clients <= s.max {
+				continue
+			}
+			for c := range s.byAddr[h.addr] {
+				w := c.state.Load()
+				switch st := wordState(w); {
+				case kind == victimIdle && st != connNew && st != connIdle,
+					kind == victimReading && st != connReading:
+					continue
+				}
+				// Claim it: a request arriving on it now finds it closed
+				// rather than half served.
+				if c.state.CompareAndSwap(w, stateWord(connClaimed, now)) {
+					return c, kind
+				}
+			}
+		}
+	}
+	return nil, ""
+}
+
+// stalledLocked claims a connection of conns that has not sent a whole
+// request within headerTimeout: still sending it, or open without one
+// since; nil when there is none.
+func (s *slots) stalledLocked(conns map[*countedConn]struct{}, now time.Time) *countedConn {
+	if s.headerTimeout <= 0 {
+		return nil
+	}
+	for c := range conns {
+		w := c.state.Load()
+		if st := wordState(w); (st == connNew || st == connReading) && now.Sub(wordSince(w)) > s.headerTimeout &&
+			c.state.CompareAndSwap(w, stateWord(connClaimed, now)) {
+			return c
 		}
 	}
 	return nil
@@ -175,8 +253,10 @@ func (s *slots) open() int {
 	return s.total
 }
 
-// connState follows the server's view of each connection: only idle ones
-// may be closed to make room.
+// connState follows the server's view of each connection, for the
+// choice of one to close to make room (see slots). The server calls a
+// connection active from the first byte of a request; it is serving once
+// the handler has the request (serving).
 func connState(c net.Conn, state fasthttp.ConnState) {
 	cc, ok := c.(*countedConn)
 	if !ok {
@@ -184,11 +264,19 @@ func connState(c net.Conn, state fasthttp.ConnState) {
 	}
 	switch state {
 	case fasthttp.StateActive:
-		cc.state.Store(connActive)
+		cc.state.Store(stateWord(connReading, time.Now()))
 	case fasthttp.StateIdle:
-		cc.state.Store(connIdle)
+		cc.state.Store(stateWord(connIdle, time.Now()))
 	case fasthttp.StateHijacked:
-		cc.state.Store(connHijacked)
+		cc.state.Store(stateWord(connHijacked, time.Now()))
+	}
+}
+
+// serving marks the connection of a request the handler has whole: it is
+// no longer stalled, nor closed to make room.
+func serving(c net.Conn) {
+	if cc, ok := c.(*countedConn); ok {
+		cc.state.Store(stateWord(connServing, time.Now()))
 	}
 }
 
@@ -239,7 +327,7 @@ type countedConn struct {
 	net.Conn
 	s     *slots
 	addr  netip.Addr
-	state atomic.Int32 // connIdle, connActive or connHijacked
+	state atomic.Int64 // stateWord: its state and since when
 }
 
 func (c *countedConn) Close() error {

@@ -63,7 +63,7 @@ type node struct {
 	reply func(w http.ResponseWriter, req map[string]jsontext.Value)
 }
 
-func newNode(t *testing.T) *node {
+func newNode(t testing.TB) *node {
 	n := &node{}
 	n.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.calls.Add(1)
@@ -128,9 +128,11 @@ type options struct {
 	noCoalesce bool
 	// table replaces testTable when set.
 	table func() portico.Table
+	// keyTTL is Config.KeyTTL.
+	keyTTL time.Duration
 }
 
-func newEnv(t *testing.T, o options) *env {
+func newEnv(t testing.TB, o options) *env {
 	t.Helper()
 	e := &env{node: newNode(t), logs: &syncBuffer{}}
 	table := testTable
@@ -181,6 +183,7 @@ func newEnv(t *testing.T, o options) *env {
 		Limits:    limits,
 		Meter:     o.meter,
 		Logger:    logger,
+		KeyTTL:    o.keyTTL,
 	})
 	e.srv = startServer(t, e.gw, e.gw.NetworkHandler("testnet"))
 	t.Cleanup(func() {

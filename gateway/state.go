@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/coder/websocket"
-
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/membudget"
 	"github.com/porticohq/portico/network"
@@ -233,7 +231,7 @@ func checkServerLimits(was, now Limits) error {
 // connection slots and the memory budgets.
 func (g *Gateway) applyLimits(l Limits) {
 	g.slots.mu.Lock()
-	g.slots.max, g.slots.perClient = l.MaxConnections, l.MaxConnectionsPerIP
+	g.slots.max, g.slots.perClient, g.slots.headerTimeout = l.MaxConnections, l.MaxConnectionsPerIP, l.HeaderTimeout
 	g.slots.mu.Unlock()
 	g.mem.SetLimit(processMemory(l))
 	g.keyMem.SetLimit(l.KeyMemoryBytes)
@@ -252,13 +250,13 @@ func processMemory(l Limits) int64 {
 func (g *Gateway) closeRemoved(s *state) {
 	g.mu.Lock()
 	var gone []*jsonrpc.Conn
-	for c, name := range g.sockets {
-		if s.byName[name] == nil {
+	for c, sock := range g.sockets {
+		if s.byName[sock.network] == nil {
 			gone = append(gone, c)
 		}
 	}
 	g.mu.Unlock()
 	for _, c := range gone {
-		go c.Close(websocket.StatusGoingAway, "network removed from the config")
+		go c.GoAway("network removed from the config")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -29,7 +30,7 @@ const maxInFlightPerSocket = 64
 // net/http's interfaces: the request is converted, the connection is
 // hijacked from fasthttp, and the library gets a ResponseWriter over it.
 // Each message is then served by the same core as HTTP.
-func (g *Gateway) wsHandler(ctx *fasthttp.RequestCtx, rq request) {
+func (g *Gateway) wsHandler(ctx *fasthttp.RequestCtx, rq request, sock *socket) {
 	var r http.Request
 	if err := fasthttpadaptor.ConvertRequest(ctx, &r, true); err != nil {
 		g.fail(ctx, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request: " + err.Error()}, time.Now())
@@ -49,8 +50,8 @@ func (g *Gateway) wsHandler(ctx *fasthttp.RequestCtx, rq request) {
 		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
 			c = u.UnsafeConn()
 		}
-		w := &hijackWriter{conn: c, header: http.Header{}}
-		serve := g.serveWebSocket(w, r.WithContext(context.Background()), rq)
+		w := &hijackWriter{conn: c, sock: jsonrpc.NewSocket(c), header: http.Header{}}
+		serve := g.serveWebSocket(w, r.WithContext(context.Background()), rq, sock)
 		w.finish()
 		if serve == nil {
 			_ = c.Close()
@@ -64,7 +65,10 @@ func (g *Gateway) wsHandler(ctx *fasthttp.RequestCtx, rq request) {
 // connection through. Its 101 answer is written when the library hijacks
 // the connection; a refusal it writes instead is sent when it returns.
 type hijackWriter struct {
-	conn     net.Conn
+	conn net.Conn
+	// sock is what the library writes through: the Conn bounds writes
+	// with its deadline and gets a cut-off client its close frame.
+	sock     *jsonrpc.Socket
 	header   http.Header
 	status   int
 	body     []byte
@@ -99,7 +103,7 @@ func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// written with one syscall when it fits, header included: 2 KiB holds
 	// a new-heads notification (about 1.9 kB on the EVM) and most others;
 	// larger answers take two writes.
-	bw := bufio.NewWriterSize(w.conn, wsWriteBuffer)
+	bw := bufio.NewWriterSize(w.sock, wsWriteBuffer)
 	w.writeHead(bw)
 	if err := bw.Flush(); err != nil {
 		return nil, nil, err
@@ -135,11 +139,12 @@ func (w *hijackWriter) writeHead(bw *bufio.Writer) {
 
 // serveWebSocket upgrades an authenticated request and returns the
 // function that serves JSON-RPC messages on a jsonrpc.Conn until the
-// client leaves, idles too long or breaks a limit; nil when the upgrade
-// was refused (the answer is in w). Each message is one request body,
-// answered by one message (none for notifications), through the same core
-// as HTTP.
-func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq request) (serve func()) {
+// client leaves, idles too long, breaks a limit or its key refuses it;
+// nil when the upgrade was refused (the answer is in w). Each message is
+// one request body, answered by one message (none for notifications),
+// through the same core as HTTP, under the key as the store has it then
+// (sock, wskey.go).
+func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq request, sock *socket) (serve func()) {
 	start := time.Now()
 	lim := &rq.st.limits
 	max := int64(lim.MaxWSConnections)
@@ -162,9 +167,20 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		g.log.Warn("websocket refused", "status", status, "reason", refused.Limit, "path", redactPath(r.URL.Path), "key", rq.id.Name, "took", time.Since(start))
 		return nil
 	}
+	// What the connection's closures keep for its life is named here, so
+	// that they hold these and not the whole request (an idle subscriber
+	// holds little: docs/benchmarks.md, issue 17).
+	keyName, name := rq.id.Name, rq.net.Name
+	// The WebSocket's slots are given back when it ends, which may be
+	// before its socket closes: a client cut off while a message to it
+	// is blocked keeps its socket until it has read its close frame
+	// (jsonrpc.ConnLimits.CloseTimeout), and may connect again meanwhile.
+	var released sync.Once
 	release := func() {
-		g.wsConns.Add(-1)
-		g.wsKeys.release(rq.id.Name)
+		released.Do(func() {
+			g.wsConns.Add(-1)
+			g.wsKeys.release(keyName)
+		})
 	}
 
 	if g.meter != nil {
@@ -197,10 +213,11 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		Memory:           membudget.New("connection", lim.ConnectionMemoryBytes, g.keyMem.Of(rq.id.Name)),
 	}
 	if hw, ok := w.(*hijackWriter); ok {
-		limits.SetWriteDeadline = hw.conn.SetWriteDeadline
+		limits.Socket = hw.sock
 	}
 	c := jsonrpc.NewConn(ws, limits)
-	if !g.track(c, rq.net.Name) {
+	c.OnClose(release)
+	if !g.track(c, sock) {
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
 		release()
 		return nil
@@ -213,10 +230,14 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		defer g.obs.metrics.WebSocket(-1)
 		c.Serve(base, func(ctx context.Context, body []byte) []byte {
 			// Each message is served by the network of this name in the
-			// state of now: a reload's costs, limits and nodes reach open
-			// connections too.
-			rq := rq
-			name := rq.net.Name
+			// state of now, under the key as the store has it now: a
+			// reload's costs, limits and nodes and a key's changes reach
+			// open connections too.
+			id, err := g.keyNow(ctx, sock)
+			if err != nil {
+				return refusedByKey(ctx, c, err)
+			}
+			rq := request{id: id}
 			if rq.st, rq.net = g.acquire(func(s *state) *Network { return s.byName[name] }); rq.net == nil {
 				e, _, _ := jsonrpc.ErrorFor(networkGone(name))
 				return jsonrpc.AppendError(nil, nil, &jsonrpc.Error{Code: e.Code, Message: networkGone(name).Error()})
@@ -228,21 +249,26 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 	}
 }
 
-// track registers a connection of network name for Close and Reload;
-// false when shutting down.
-func (g *Gateway) track(c *jsonrpc.Conn, name string) bool {
+// track registers a connection for Close, Reload and the check against
+// its key; false when shutting down.
+func (g *Gateway) track(c *jsonrpc.Conn, s *socket) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closing {
 		return false
 	}
-	g.sockets[c] = name
+	g.sockets[c] = s
+	g.shareKeyLocked(s)
 	g.wsWG.Add(1)
+	g.armSweepLocked()
 	return true
 }
 
 func (g *Gateway) untrack(c *jsonrpc.Conn) {
 	g.mu.Lock()
+	if s := g.sockets[c]; s != nil {
+		g.unshareKeyLocked(s)
+	}
 	delete(g.sockets, c)
 	g.mu.Unlock()
 	g.wsWG.Done()

@@ -51,25 +51,37 @@ type ConnLimits struct {
 	// within another interval closes the connection, so that dead peers do
 	// not linger.
 	PingInterval time.Duration
-	// WriteTimeout bounds the write of one message.
+	// WriteTimeout bounds the write of one message. With a Socket, a
+	// client that reads nothing for it is cut off (1008,
+	// ReasonWriteTimeout) and the write goes on under CloseTimeout, so
+	// that the close frame can follow it; without, the connection is
+	// dropped.
 	WriteTimeout time.Duration
-	// SetWriteDeadline, when set, is the socket's own (net.Conn's): the
-	// WriteTimeout of each message is then a deadline on the socket rather
-	// than a context of its own, which the WebSocket library would watch
-	// with a callback per message (14% of the CPU of a fan-out of
-	// notifications, docs/benchmarks.md, issue 17).
-	SetWriteDeadline func(time.Time) error
+	// CloseTimeout is how long the close frame of a client cut off (by
+	// Close) may wait behind the message being written to it, counted
+	// from the cut-off: a client that reads again within it gets the rest
+	// of the message and then the close frame with its reason. It needs a
+	// Socket.
+	CloseTimeout time.Duration
+	// Socket, when set, is the connection the WebSocket writes through
+	// (see Socket): the WriteTimeout of each message is then a deadline
+	// on the socket rather than a context of its own, which the WebSocket
+	// library would watch with a callback per message (14% of the CPU of
+	// a fan-out of notifications, docs/benchmarks.md, issue 17), and a
+	// client cut off gets its close frame (CloseTimeout).
+	Socket *Socket
 	// MaxSubscriptions bounds the subscriptions one connection holds.
 	MaxSubscriptions int
 }
 
 // DefaultConnLimits are 5 MiB messages, 64 messages in flight, reading
 // paused while 4 MiB wait to be written, 1024 queued notifications or 16
-// MiB, 10 minutes idle, a ping every 30 s, 10 s to write a message and 100
-// subscriptions.
+// MiB, 10 minutes idle, a ping every 30 s, 10 s to write a message, 30 s
+// for a close frame to get through after a cut-off (as long as a ping may
+// wait for its answer) and 100 subscriptions.
 func DefaultConnLimits() ConnLimits {
 	return ConnLimits{MaxMessageBytes: 5 << 20, MaxInFlight: 64, PauseQueueBytes: 4 << 20, MaxQueue: 1024, MaxQueueBytes: 16 << 20,
-		IdleTimeout: 10 * time.Minute, PingInterval: 30 * time.Second, WriteTimeout: 10 * time.Second,
+		IdleTimeout: 10 * time.Minute, PingInterval: 30 * time.Second, WriteTimeout: 10 * time.Second, CloseTimeout: 30 * time.Second,
 		MaxSubscriptions: 100}
 }
 
@@ -98,6 +110,9 @@ func (l ConnLimits) withDefaults() ConnLimits {
 	}
 	if l.WriteTimeout <= 0 {
 		l.WriteTimeout = d.WriteTimeout
+	}
+	if l.CloseTimeout <= 0 {
+		l.CloseTimeout = d.CloseTimeout
 	}
 	if l.MaxSubscriptions <= 0 {
 		l.MaxSubscriptions = d.MaxSubscriptions
@@ -156,8 +171,11 @@ type Conn struct {
 	// closeLater is the close handshake to start once the write in
 	// progress is done: a close frame cannot overtake it, and started
 	// beside it the frame would wait behind a write to a client that does
-	// not read, and be lost.
+	// not read, and be lost. closeBy is how long that write may go on
+	// for it (the Socket asks, see stalled): CloseTimeout after the
+	// cut-off; zero when the server went away (GoAway).
 	closeLater func()
+	closeBy    time.Time
 	finish     *closeFrame   // close once what is queued is written
 	slots      chan struct{} // a message's in-flight slot, until its answer is written
 	room       chan struct{} // the writer made room below PauseQueueBytes
@@ -237,6 +255,9 @@ func NewConn(ws *websocket.Conn, limits ConnLimits) *Conn {
 	c := &Conn{ws: ws, limits: limits, done: make(chan struct{}),
 		slots: make(chan struct{}, limits.MaxInFlight), room: make(chan struct{}, 1)}
 	c.touch()
+	if s := limits.Socket; s != nil {
+		s.conn.Store(c)
+	}
 	return c
 }
 
@@ -320,7 +341,7 @@ func (c *Conn) Serve(ctx context.Context, answer func(ctx context.Context, body 
 	for range cap(c.slots) {
 		c.slots <- struct{}{}
 	}
-	c.end(nil)
+	c.end(nil, time.Time{})
 	c.tick.Stop()
 	c.writers.Wait()
 	c.closing.Wait() // let the client read our close code and reason
@@ -529,22 +550,35 @@ func (c *Conn) CloseAfterQueued(code websocket.StatusCode, reason string) {
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Close ends the connection with a close code and reason, without waiting
-// for the close handshake. Calls after the first do nothing.
+// for the close handshake. Calls after the first do nothing. The close
+// frame follows the message being written, if any: with a Socket it may
+// wait up to CloseTimeout for a client that does not read to take that
+// message.
 func (c *Conn) Close(code websocket.StatusCode, reason string) {
-	c.end(func() { _ = c.ws.Close(code, reason) }) // the peer may be gone
+	c.end(func() { _ = c.ws.Close(code, reason) }, time.Now().Add(c.limits.CloseTimeout)) // the peer may be gone
+}
+
+// GoAway ends the connection with 1001 (going away) and reason, as Close
+// does, for a server that shuts down or stops serving what the
+// connection is for: its close frame waits for a client that does not
+// read no longer than the message in progress's own WriteTimeout, so
+// that a shutdown is not held up.
+func (c *Conn) GoAway(reason string) {
+	c.end(func() { _ = c.ws.Close(websocket.StatusGoingAway, reason) }, time.Time{})
 }
 
 // end marks the connection ended, starts closeWS (when not nil) and runs
 // the OnClose functions, once; it reports whether this call ended it.
 // closeWS starts at once, or, while a message is being written, when that
-// write is done.
-func (c *Conn) end(closeWS func()) bool {
+// write is done; closeBy bounds how long that write may go on for it.
+func (c *Conn) end(closeWS func(), closeBy time.Time) bool {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return false
 	}
 	c.closed = true
+	c.closeBy = closeBy
 	now := closeWS
 	if closeWS != nil {
 		c.closing.Add(1) // under mu: ServeConn's end and Wait come after
@@ -605,21 +639,23 @@ func (c *Conn) onTick() {
 	c.tick.Reset(c.tickEvery())
 }
 
-// write writes one message within WriteTimeout.
+// write writes one message within WriteTimeout (with a Socket, longer
+// for a client cut off meanwhile: see Socket).
 func (c *Conn) write(msg []byte) error {
-	if c.limits.SetWriteDeadline == nil {
+	s := c.limits.Socket
+	if s == nil {
 		wctx, cancel := context.WithTimeout(c.ctx, c.limits.WriteTimeout)
 		defer cancel()
 		return c.ws.Write(wctx, websocket.MessageText, msg)
 	}
-	if err := c.limits.SetWriteDeadline(time.Now().Add(c.limits.WriteTimeout)); err != nil {
+	if err := s.SetWriteDeadline(time.Now().Add(c.limits.WriteTimeout)); err != nil {
 		return err
 	}
 	// A context that is never done: the library skips its watch. The
 	// deadline is cleared after, so that a later close frame is not
 	// refused by a deadline long past.
 	err := c.ws.Write(c.bare, websocket.MessageText, msg)
-	return errors.Join(err, c.limits.SetWriteDeadline(time.Time{}))
+	return errors.Join(err, s.SetWriteDeadline(time.Time{}))
 }
 
 // drain writes queued messages in order until the queue is empty, then

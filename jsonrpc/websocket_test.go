@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -248,11 +247,9 @@ func TestServerWebSocketLimits(t *testing.T) {
 	})
 }
 
-type netConnKey struct{}
-
 // TestConnWriteTimeout checks both ways of bounding a write, a context per
-// message and the socket's deadline: a client that stops reading is cut
-// off once a write stalls past WriteTimeout; and a close long after the
+// message and the socket's deadline (a Socket): a client that stops
+// reading is cut off once a write stalls past WriteTimeout; and a close long after the
 // last write still reaches the client with its reason (a deadline left on
 // the socket would refuse the close frame).
 func TestConnWriteTimeout(t *testing.T) {
@@ -260,23 +257,21 @@ func TestConnWriteTimeout(t *testing.T) {
 		t.Run("socket deadline "+strconv.FormatBool(socket), func(t *testing.T) {
 			const timeout = 200 * time.Millisecond
 			conns := make(chan *jsonrpc.Conn, 1)
-			hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				ws, err := websocket.Accept(w, r, nil)
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				sw := &socketWriter{ResponseWriter: w}
+				rw := w
+				if socket {
+					rw = sw
+				}
+				ws, err := websocket.Accept(rw, r, nil)
 				if err != nil {
 					return
 				}
-				limits := jsonrpc.ConnLimits{WriteTimeout: timeout, MaxQueue: 1 << 20, MaxQueueBytes: 1 << 30}
-				if socket {
-					limits.SetWriteDeadline = r.Context().Value(netConnKey{}).(net.Conn).SetWriteDeadline
-				}
+				limits := jsonrpc.ConnLimits{WriteTimeout: timeout, MaxQueue: 1 << 20, MaxQueueBytes: 1 << 30, Socket: sw.sock}
 				c := jsonrpc.NewConn(ws, limits)
 				conns <- c
 				c.Serve(r.Context(), func(context.Context, []byte) []byte { return nil })
 			}))
-			hs.Config.ConnContext = func(ctx context.Context, nc net.Conn) context.Context {
-				return context.WithValue(ctx, netConnKey{}, nc)
-			}
-			hs.Start()
 			t.Cleanup(hs.Close)
 			url := "ws" + strings.TrimPrefix(hs.URL, "http")
 

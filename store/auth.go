@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/maypok86/otter/v2"
@@ -19,6 +20,9 @@ import (
 type Authenticator struct {
 	store *Store
 	cache *otter.Cache[apikey.Hash, apikey.Identity]
+	// versions numbers the identities read from the store
+	// (apikey.Identity.Version): one read, one version.
+	versions atomic.Uint64
 }
 
 // NewAuthenticator returns an authenticator over s; ttl bounds how long an
@@ -55,6 +59,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, key string) (apikey.Id
 		return apikey.Identity{}, err
 	}
 	id := Identity(k)
+	id.Version = a.versions.Add(1)
 	a.cache.Set(h, id)
 	return id, nil
 }

@@ -307,6 +307,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.cur.Store(cur)
 	m.gw = gateway.New(gateway.Config{
 		Keys:             store.NewAuthenticator(st, cfg.Store.KeyCacheTTL),
+		KeyTTL:           cfg.Store.KeyCacheTTL,
 		Meter:            gwMeter,
 		Networks:         nets,
 		CacheHitDiscount: cfg.Cache.HitDiscountPercent,

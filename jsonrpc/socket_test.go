@@ -1,0 +1,123 @@
+package jsonrpc_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/porticohq/portico/jsonrpc"
+)
+
+// socketWriter hands the WebSocket library a write buffer over a
+// jsonrpc.Socket when it takes the connection over, as the gateway does.
+type socketWriter struct {
+	http.ResponseWriter
+	sock *jsonrpc.Socket
+}
+
+func (w *socketWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := w.ResponseWriter.(http.Hijacker).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.sock = jsonrpc.NewSocket(c)
+	brw.Writer = bufio.NewWriterSize(w.sock, 2<<10)
+	return c, brw, nil
+}
+
+// socketServer serves each WebSocket with a jsonrpc.Conn that writes
+// through a Socket, with the given limits; each Conn is sent on conns.
+func socketServer(t *testing.T, limits jsonrpc.ConnLimits, conns chan<- *jsonrpc.Conn) string {
+	t.Helper()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &socketWriter{ResponseWriter: w}
+		ws, err := websocket.Accept(sw, r, nil)
+		if err != nil {
+			return
+		}
+		l := limits
+		l.Socket = sw.sock
+		c := jsonrpc.NewConn(ws, l)
+		conns <- c
+		c.Serve(context.Background(), func(context.Context, []byte) []byte { return nil })
+	}))
+	t.Cleanup(hs.Close)
+	return "ws" + strings.TrimPrefix(hs.URL, "http")
+}
+
+// fill sends notifications to a client that does not read until one is
+// refused (the connection cut it off) or the socket's buffers are full
+// and a write is blocked: then Notify keeps queueing.
+func fill(t *testing.T, c *jsonrpc.Conn, n int) {
+	t.Helper()
+	big := []byte(`{"jsonrpc":"2.0","method":"note","params":"` + strings.Repeat("x", 256<<10) + `"}`)
+	for range n {
+		if !c.Notify(big) {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// readClose reads what reached the client and returns how its connection
+// ended.
+func readClose(t *testing.T, cl *websocket.Conn) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		if _, _, err := cl.Read(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// TestCloseFrameReachesStalledClient: a client that reads nothing and is
+// cut off while a write to it is blocked gets the close frame with its
+// reason when it reads again, though that is long after the blocked
+// write's own deadline (WriteTimeout): the close has a deadline of its
+// own, CloseTimeout from the cut-off. A client cut off for nothing but
+// the write timeout gets its close frame too. Before, the blocked write
+// failed at its deadline and the socket was dropped without a close
+// frame.
+func TestCloseFrameReachesStalledClient(t *testing.T) {
+	const writeTimeout = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		limits jsonrpc.ConnLimits
+		reason string
+	}{
+		{"cut off for its backlog", jsonrpc.ConnLimits{WriteTimeout: writeTimeout, MaxQueue: 8, MaxQueueBytes: 1 << 30}, jsonrpc.ReasonSlowReader},
+		{"cut off by the write timeout", jsonrpc.ConnLimits{WriteTimeout: writeTimeout, MaxQueue: 1 << 20, MaxQueueBytes: 1 << 30}, jsonrpc.ReasonWriteTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conns := make(chan *jsonrpc.Conn, 1)
+			url := socketServer(t, tc.limits, conns)
+			cl := dial(t, url)
+			cl.SetReadLimit(1 << 20)
+			c := <-conns
+			fill(t, c, 128)
+			select {
+			case <-c.Done():
+			case <-time.After(30 * time.Second): // a guard against a hang
+				t.Fatal("the client that reads nothing was never cut off")
+			}
+			// The scenario, not a synchronisation: the client stays away
+			// for several times the write timeout, then reads.
+			time.Sleep(5 * writeTimeout)
+			err := readClose(t, cl)
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != tc.reason {
+				t.Fatalf("the client ended with %v, want close 1008 %q", err, tc.reason)
+			}
+		})
+	}
+}
