@@ -388,3 +388,67 @@ func (e *UnverifiedError) Error() string {
 
 // Unwrap returns ErrUnverified.
 func (e *UnverifiedError) Unwrap() error { return ErrUnverified }
+
+// LogRangeError is a log query refused before any node was asked because
+// the served chain shows its range to be wrong (LogQuery.Wrong): it costs
+// nothing. Err is the family's answer, which gives the code and message.
+type LogRangeError struct{ Err error }
+
+// Error is the family's message.
+func (e *LogRangeError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the family's error, which carries the code.
+func (e *LogRangeError) Unwrap() error { return e.Err }
+
+// Bounds of a log query a LogsTooLargeError can name.
+const (
+	LogBoundRange     = "block range"
+	LogBoundAddresses = "addresses"
+	LogBoundTopics    = "topics"
+	LogBoundLogs      = "logs"
+)
+
+// LogsTooLargeError reports a log query refused for one of its bounds
+// (the network's LogLimits or the key's). It answers CodeLogsTooLarge. For
+// the block range and the number of logs it carries a range that would fit:
+// the widest range from the query's first block that stays within the
+// bound (for logs, the blocks whose logs stayed under the cap, as hosted
+// providers suggest).
+type LogsTooLargeError struct {
+	// Bound is one of the LogBound* names.
+	Bound string
+	// Max is the bound; Got what the query asked for (for logs, at least
+	// Max+1: the query stopped once the cap was passed).
+	Max, Got uint64
+	// Suggest says whether From and To are a range that would fit.
+	Suggest  bool
+	From, To uint64
+}
+
+// Error says which bound was passed and, where there is one, the range
+// that would fit.
+func (e *LogsTooLargeError) Error() string {
+	var msg string
+	switch e.Bound {
+	case LogBoundRange:
+		msg = fmt.Sprintf("log query too large: the block range spans %d blocks, limit is %d", e.Got, e.Max)
+	case LogBoundLogs:
+		msg = fmt.Sprintf("log query too large: the answer has more than %d logs", e.Max)
+	default:
+		msg = fmt.Sprintf("log query too large: the filter names %d %s, limit is %d", e.Got, e.Bound, e.Max)
+	}
+	if e.Suggest {
+		msg += fmt.Sprintf("; this block range would fit: [0x%x, 0x%x]", e.From, e.To)
+	} else if e.Bound == LogBoundLogs {
+		msg += "; the first block alone passes the cap: narrow the filter"
+	}
+	return msg
+}
+
+// ErrorCode returns CodeLogsTooLarge.
+func (e *LogsTooLargeError) ErrorCode() int { return CodeLogsTooLarge }
+
+// BeforeWork reports whether the query was refused before any node was
+// asked (its range, addresses or topics), so that it costs nothing; a
+// query stopped at the logs cap made the nodes work and stays charged.
+func (e *LogsTooLargeError) BeforeWork() bool { return e.Bound != LogBoundLogs }

@@ -92,3 +92,88 @@ func DefaultLimits() Limits {
 		WSIdleTimeout:                 10 * time.Minute,
 	}
 }
+
+// LogLimits bound a log query (eth_getLogs, the rollup's
+// starknet_getEvents): the block range it may span, the addresses and
+// topics it may name, and the logs its answer may hold. A network has
+// them (config `logs:`), and a key may override them (docs/keys.md); 0
+// means no bound of that kind.
+type LogLimits struct {
+	MaxBlockRange uint64 `yaml:"max_block_range" json:"max_block_range,omitempty"`
+	MaxAddresses  int    `yaml:"max_addresses" json:"max_addresses,omitempty"`
+	MaxTopics     int    `yaml:"max_topics" json:"max_topics,omitempty"`
+	MaxLogs       int    `yaml:"max_logs" json:"max_logs,omitempty"`
+}
+
+// Over returns l with each bound that o sets (non-zero) taken from o: a
+// key's own bounds over its network's.
+func (l LogLimits) Over(o *LogLimits) LogLimits {
+	if o == nil {
+		return l
+	}
+	if o.MaxBlockRange != 0 {
+		l.MaxBlockRange = o.MaxBlockRange
+	}
+	if o.MaxAddresses != 0 {
+		l.MaxAddresses = o.MaxAddresses
+	}
+	if o.MaxTopics != 0 {
+		l.MaxTopics = o.MaxTopics
+	}
+	if o.MaxLogs != 0 {
+		l.MaxLogs = o.MaxLogs
+	}
+	return l
+}
+
+// How a log query is charged (LogSettings.Cost).
+const (
+	// LogCostCall charges the method's cost once per call, whatever its
+	// range or answer.
+	LogCostCall = "call"
+	// LogCostRange charges the method's cost once for every CostBlocks
+	// blocks (or part of them) the range spans, before the call is sent.
+	LogCostRange = "range"
+	// LogCostLogs charges the method's cost, then CostPerLog credits for
+	// every log in the answer once it is there.
+	LogCostLogs = "logs"
+)
+
+// LogSettings are a network's settings for log queries (config `logs:`):
+// its LogLimits, how many blocks one node call may span, how many node
+// calls one query may have in flight, and how the query is charged.
+// docs/logs.md gives the defaults and the reasons for them.
+type LogSettings struct {
+	LogLimits `yaml:",inline"`
+	// NodeRange is the widest range (in blocks) sent to a node in one
+	// call; a wider query is split into chunks of this many blocks,
+	// aligned on multiples of it so that chunks of final blocks are
+	// cached and shared by queries that start elsewhere.
+	NodeRange uint64 `yaml:"node_range"`
+	// Parallel is how many chunks of one query may be at the nodes at
+	// once.
+	Parallel int `yaml:"parallel"`
+	// Cost is LogCostCall, LogCostRange or LogCostLogs.
+	Cost string `yaml:"cost"`
+	// CostBlocks is the range (in blocks) one method cost pays for, in
+	// LogCostRange.
+	CostBlocks uint64 `yaml:"cost_blocks"`
+	// CostPerLog is what each log of an answer costs, in LogCostLogs.
+	CostPerLog int `yaml:"cost_per_log"`
+}
+
+// DefaultLogSettings are a network's log settings when its config says
+// nothing (docs/logs.md gives the reasons): ranges up to 100,000 blocks
+// split into chunks of 1,000 blocks, 4 at the nodes at once; up to 1,000
+// addresses and 1,000 topic values; up to 10,000 logs in an answer; the
+// method's cost once per 1,000 blocks.
+func DefaultLogSettings() LogSettings {
+	return LogSettings{
+		LogLimits:  LogLimits{MaxBlockRange: 100_000, MaxAddresses: 1000, MaxTopics: 1000, MaxLogs: 10_000},
+		NodeRange:  1000,
+		Parallel:   4,
+		Cost:       LogCostRange,
+		CostBlocks: 1000,
+		CostPerLog: 1,
+	}
+}

@@ -278,3 +278,285 @@ type Chain struct {
 	// counts as lagging.
 	MaxLag uint64
 }
+
+// Subscription is a family's rule for one subscribe method: how its
+// params are checked, what identifies the upstream subscription that
+// clients asking the same thing share, what it costs, and how its
+// notifications are written. It is part of the family's table, so that the
+// gateway knows no family by name.
+type Subscription struct {
+	// Method is the subscribe method's real name ("eth_subscribe",
+	// "slotSubscribe", "starknet_subscribeNewHeads"); Aliases are other
+	// names clients may use.
+	Method  string
+	Aliases []string
+	// Unsubscribe is the method that ends a subscription of this kind.
+	Unsubscribe string
+	// Notification is the method name of the notifications
+	// ("eth_subscription", "slotNotification"); Also are other
+	// notifications the subscription may carry (the rollup's reorg
+	// notification), passed on as they come.
+	Notification string
+	Also         []string
+	// Params checks the params of a subscribe call. Errors are
+	// *ParamsError.
+	Params func(raw jsontext.Value) (SubParams, error)
+	// Cost is the credit cost of subscribing; NotificationCost, by kind,
+	// the cost of each notification a client receives (the family's
+	// DefaultNotificationCost where a kind has none).
+	Cost             int
+	NotificationCost map[string]int
+	// Contracts says, by kind (SubParams.Kind), where a subscribe call's
+	// params name the contracts whose events it follows, for a key's
+	// contract-address allowlist; a kind without an entry is refused to
+	// a key with such a list.
+	Contracts map[string]Contracts
+}
+
+// SubParams is what a subscribe method's params rule learned.
+type SubParams struct {
+	// Kind names what is subscribed to, for costs and logs ("newHeads",
+	// "logs", "slot").
+	Kind string
+	// Send is the params to send upstream; subscriptions with the same
+	// method and Send share one upstream subscription.
+	Send jsontext.Value
+	// Heads marks a subscription to new heads (or slots): it is kept
+	// without gap or duplicate when its upstream changes, by the number
+	// Subscriptions.Seq reads from each notification, and can be served
+	// from tracked heads for nodes that speak HTTP only.
+	Heads bool
+	// Ends marks a subscription that ends itself after its first
+	// notification (a signature subscription).
+	Ends bool
+	// Private marks a subscription that cannot be shared between clients
+	// (one that first replays blocks from a past block_id): each client
+	// gets an upstream subscription of its own.
+	Private bool
+}
+
+// SubscriptionIDs says how a family writes the ids of client
+// subscriptions.
+type SubscriptionIDs uint8
+
+// How families write subscription ids.
+const (
+	// IDHex is a 0x-prefixed hex string ("0x9ce59a13059e417087c02d3236a0b1cc"), as geth.
+	IDHex SubscriptionIDs = iota
+	// IDInteger is a JSON number, as agave.
+	IDInteger
+	// IDString is a decimal string ("42"), as rollup nodes of spec 0.8.
+	IDString
+)
+
+// Subscriptions is a family's subscription rules.
+type Subscriptions struct {
+	// Methods are the subscribe methods.
+	Methods []Subscription
+	// IDs is how client subscription ids are written.
+	IDs SubscriptionIDs
+	// IDMember is the member of a notification's params that holds the
+	// subscription id ("subscription", or "subscription_id"); ResultFirst
+	// writes "result" before it, as agave does.
+	IDMember    string
+	ResultFirst bool
+	// DefaultNotificationCost is the cost of a notification whose kind has
+	// no cost of its own.
+	DefaultNotificationCost int
+	// UnknownID is the error an unsubscribe with an id the connection
+	// does not hold gets, as the family's nodes answer it; nil answers
+	// false.
+	UnknownID error
+	// Seq reads the number of a heads notification's block (or slot).
+	Seq func(kind string, result jsontext.Value) (uint64, bool)
+	// Head makes the result of a heads notification for block b (by its
+	// hash where b has one, else by its number), asking node where it
+	// must (a block header): for blocks no upstream subscription sent,
+	// such as a reorg's new branch fetched by the chain view, and for
+	// nodes that speak HTTP only. nil when the family cannot.
+	Head func(ctx context.Context, node Caller, kind string, b Header, h Heads) (jsontext.Value, error)
+	// HeadOf reads the block a heads notification is about, with its hash
+	// and parent: a family that has it sends its clients' heads streams
+	// from the chain view (every block of a new branch after a reorg, in
+	// order, as nodes do), and the notifications feed the view. nil for a
+	// family whose heads are kept in order by number alone (the slot
+	// chain, whose slot and root notifications never go back).
+	HeadOf func(kind string, result jsontext.Value) (Header, bool)
+	// Reorg makes the notification that tells a heads subscription's
+	// clients of a reorg, from the blocks it dropped (oldest first): the
+	// rollup's starknet_subscriptionReorg. nil when clients learn of a
+	// reorg from the new heads alone, as on the EVM.
+	Reorg func(kind string, dropped []Header) (method string, result jsontext.Value)
+	// LogOf reads the block a log notification is about and whether the
+	// node marked it removed (EVM logs): such notifications are sent once
+	// their block is on the served chain, and sent again as removed when
+	// a reorg drops it (Removed writes that form). nil for a family whose
+	// events carry no removal.
+	LogOf   func(kind string, result jsontext.Value) (block Header, removed, ok bool)
+	Removed func(result jsontext.Value) jsontext.Value
+}
+
+// Contracts says where a method's params name the contracts (accounts) a
+// call executes or reads, so that a key's contract-address allowlist
+// (docs/keys.md) checks exactly what the family's nodes will act on. Each
+// method of a family states it in its table (Method.Contracts, or
+// Table.Contracts for methods without a row); the zero value states
+// nothing, and a key with an address allowlist is refused such a method.
+//
+// The description is read strictly: a call for such a key is served only
+// when every node of the family reads its params alike. Objects are
+// closed (a member the description does not name, in any other spelling,
+// or named twice, is refused: nodes differ on case and on which of two
+// members counts), and a param the description does not list is refused.
+type Contracts struct {
+	// Reads says whether and how the method reaches contracts.
+	Reads Reads
+	// Params are the method's params by position, as far as the check
+	// needs them (with Reads == ReadsNamed). A call with more params than
+	// are listed is refused; a Required one that is missing is refused.
+	Params []Param
+	// ByName says that the family's nodes also take the params as one
+	// object, by each Param's Name; without it such params are refused.
+	ByName bool
+}
+
+// Reads says whether a method reaches contracts.
+type Reads uint8
+
+// How methods reach contracts.
+const (
+	// ReadsUnstated is the zero value: the table says nothing. Refused
+	// for a key with an address allowlist; a family's table test refuses
+	// it for the methods the family serves.
+	ReadsUnstated Reads = iota
+	// ReadsNone marks a method that names and reads no contract's state
+	// (a head, a gas price, the chain's blocks, transactions and
+	// receipts, a signed transaction sent as it is).
+	ReadsNone
+	// ReadsNamed marks a method that reads or runs the contracts its
+	// params name, where Params says: each must be on the list, and a
+	// call that names none is refused (it would reach any contract).
+	ReadsNamed
+	// ReadsAny marks a method that may read contracts its params cannot
+	// bound (a trace, whose tracer reads any state; a block's access
+	// list): refused for a key with an address allowlist.
+	ReadsAny
+)
+
+// Param is one param of a call: its name (for params given by name, and
+// for messages) and its shape.
+type Param struct {
+	Name  string
+	Shape Shape
+}
+
+// Shape describes a JSON value as far as contract addresses go.
+type Shape struct {
+	// Kind is what the value is.
+	Kind ShapeKind
+	// Required marks a value that must be there and name at least one
+	// address (ShapeAddress, ShapeAddresses, ShapeAddressKeys), or an
+	// object member or param that must be given: without it the call
+	// would reach any contract (a log filter without address, a call
+	// without to, which creates a contract and runs its code).
+	Required bool
+	// Members are the members of a ShapeObject, by their exact names.
+	Members []Member
+	// Elem is the shape of each element of a ShapeList.
+	Elem *Shape
+}
+
+// Member is one member of an object.
+type Member struct {
+	Name  string
+	Shape Shape
+}
+
+// ShapeKind says what a value is.
+type ShapeKind uint8
+
+// The kinds of values.
+const (
+	// ShapeAny is a value that names no contract (a block, gas, data):
+	// it is not read.
+	ShapeAny ShapeKind = iota
+	// ShapeAddress is one address, a string; null names none.
+	ShapeAddress
+	// ShapeAddresses is one address or a list of them (a log filter's
+	// address); null or an empty list names none.
+	ShapeAddresses
+	// ShapeObject is an object of exactly Members: any other member, or
+	// one given twice, is refused.
+	ShapeObject
+	// ShapeList is a list of Elem; null is an empty list.
+	ShapeList
+	// ShapeAddressKeys is an object whose member names are addresses and
+	// whose values name no contract (eth_getStorageValues' requests).
+	ShapeAddressKeys
+	// ShapeAbsent is a value that must be left out, null or empty ({} or
+	// []) for a key with an address allowlist: a state or block override,
+	// an authorization list, which change the code or state the listed
+	// contracts run with.
+	ShapeAbsent
+)
+
+// LogQuery is what a log query's params rule learned (eth_getLogs, the
+// rollup's starknet_getEvents): the ends of its block range, how many
+// addresses and topics (keys) it names, and, where the family can, how to
+// ask the same query about part of the range. The network checks it
+// against its LogLimits (and the key's) and splits a range wider than a
+// node takes into chunks.
+type LogQuery struct {
+	// From and To are the ends as the call named them: numbers or tags
+	// (the network resolves latest, safe, finalized and earliest against
+	// its heads). A call about a block hash has no LogQuery.
+	From, To Block
+	// Addresses is how many contract addresses the filter names; Topics
+	// how many topic values (keys) over all positions (a null position
+	// names none).
+	Addresses, Topics int
+	// Range, when not nil, returns the params of the same query about
+	// blocks from to to (numbers); nil means the family's query cannot be
+	// split (the rollup pages with a continuation token instead).
+	Range func(from, to uint64) jsontext.Value
+	// Wrong, when not nil, returns the family's refusal of a range that
+	// the served chain shows to be wrong once its ends are resolved: it
+	// starts after it ends, or it ends past head, the served chain's
+	// head; nil when the range is right. The error is worded as the
+	// family's nodes word it (go-ethereum's -32602 for the EVM). A family
+	// that leaves such ranges to its nodes sets none.
+	Wrong func(from, to, head uint64) error
+}
+
+// FilterOp is what a call does with a log filter the gateway keeps itself
+// (the EVM's eth_newFilter and the calls that name its id), so that a
+// filter's logs are read, bounded and priced as the family's log query
+// reads them (docs/logs.md).
+type FilterOp uint8
+
+// The calls about a log filter.
+const (
+	// FilterNone: the call is not about a log filter.
+	FilterNone FilterOp = iota
+	// FilterNew makes a log filter of the call's query.
+	FilterNew
+	// FilterLogs answers every log the filter matches now.
+	FilterLogs
+	// FilterChanges answers the logs of the blocks the served chain added
+	// since the filter was made or last polled.
+	FilterChanges
+	// FilterUninstall forgets the filter.
+	FilterUninstall
+)
+
+// LogFilter is what a params rule learned of a call about a log filter.
+type LogFilter struct {
+	Op FilterOp
+	// ID names the filter, for every op but FilterNew.
+	ID string
+	// Query and Params, for FilterNew, are the family's log query method
+	// (eth_getLogs) and the params that ask it for the filter's logs; the
+	// call's Params.Logs describes the same query, for its bounds.
+	Query  *Method
+	Params jsontext.Value
+}

@@ -37,9 +37,9 @@ import (
 	"time"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/admintoken"
-	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/admin/admintoken"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metering/apikey"
 	"github.com/porticohq/portico/store"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/porticohq/portico/admin"
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metering/apikey"
 	"github.com/porticohq/portico/store"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/porticohq/portico/admin"
-	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/metering/apikey"
 )
 
 // TestKeyRulesAPI: the admin API creates a key with a secret (shown once),

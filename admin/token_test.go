@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/porticohq/portico/admin"
-	"github.com/porticohq/portico/admintoken"
+	"github.com/porticohq/portico/admin/admintoken"
 	"github.com/porticohq/portico/store"
 )
 

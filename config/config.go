@@ -20,7 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/metering/apikey"
 )
 
 // Config is the whole configuration of `portico serve`.

@@ -1,6 +1,7 @@
 // Package families registers the chain families Portico serves. A family
-// is a method table (a package under chain/) and an embedded devnet (a
-// package under devnet/) behind the Devnet interface; All lists them, and
+// is a folder of its own, families/<name>: its method table (the package
+// of that folder) and its embedded devnet (a package under it) behind the
+// Devnet interface; All lists them, and
 // everything else (config checks, portico serve, portico devnet, the ready
 // lines) reads this list. Adding a family is one entry here.
 package families
@@ -15,13 +16,13 @@ import (
 	"time"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/chain/evm"
-	"github.com/porticohq/portico/chain/solana"
-	"github.com/porticohq/portico/chain/starknet"
-	"github.com/porticohq/portico/devnet/evmdevnet"
-	"github.com/porticohq/portico/devnet/solanadevnet"
-	"github.com/porticohq/portico/devnet/starknetdevnet"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/families/evm"
+	"github.com/porticohq/portico/families/evm/evmdevnet"
+	"github.com/porticohq/portico/families/solana"
+	"github.com/porticohq/portico/families/solana/solanadevnet"
+	"github.com/porticohq/portico/families/starknet"
+	"github.com/porticohq/portico/families/starknet/starknetdevnet"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 // Family is everything Portico knows about one chain family.

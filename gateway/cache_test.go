@@ -14,14 +14,14 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
-	"github.com/porticohq/portico/chain/evm"
-	"github.com/porticohq/portico/chain/solana"
-	"github.com/porticohq/portico/chain/starknet"
+	"github.com/porticohq/portico/families/evm"
+	"github.com/porticohq/portico/families/solana"
+	"github.com/porticohq/portico/families/starknet"
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/metering/apikey"
 	"github.com/porticohq/portico/network"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 // chainNode is a counting node of any family: heads and hashes it is told,

@@ -7,7 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/chain/evm"
+	"github.com/porticohq/portico/families/evm"
 	"github.com/porticohq/portico/gateway"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
-	"github.com/porticohq/portico/chain/evm"
+	"github.com/porticohq/portico/families/evm"
+	"github.com/porticohq/portico/metering/apikey"
 )
 
 func BenchmarkCheckContracts(b *testing.B) {

@@ -10,10 +10,10 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/jsonrpc"
-	"github.com/porticohq/portico/membudget"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metering/apikey"
+	"github.com/porticohq/portico/metering/membudget"
 	"github.com/porticohq/portico/network"
 )
 

@@ -19,10 +19,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/jsonrpc"
-	"github.com/porticohq/portico/membudget"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metering/apikey"
+	"github.com/porticohq/portico/metering/membudget"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/network"
 )

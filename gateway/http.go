@@ -16,9 +16,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metering/apikey"
 )
 
 // Paths of the two transports; the key is the segment after them.

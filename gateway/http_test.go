@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 func TestHTTP(t *testing.T) {

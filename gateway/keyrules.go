@@ -12,7 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/metering/apikey"
 )
 
 // A key's own rules (issue 26, docs/keys.md): its secret and JWT are

@@ -15,7 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/metering/apikey"
 )
 
 // TestKeyCallsBucket: calls per second refill continuously, a batch is

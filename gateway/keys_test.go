@@ -23,8 +23,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
-	"github.com/porticohq/portico/chain/evm"
+	"github.com/porticohq/portico/families/evm"
+	"github.com/porticohq/portico/metering/apikey"
 	"github.com/porticohq/portico/store"
 )
 

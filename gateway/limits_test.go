@@ -14,8 +14,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/metering/apikey"
 )
 
 // TestBatchResponseBound: a batch whose results together pass the bound is

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/chain/evm"
-	"github.com/porticohq/portico/chain/solana"
-	"github.com/porticohq/portico/chain/starknet"
+	"github.com/porticohq/portico/families/evm"
+	"github.com/porticohq/portico/families/solana"
+	"github.com/porticohq/portico/families/starknet"
 	"github.com/porticohq/portico/gateway"
 )
 

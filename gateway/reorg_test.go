@@ -13,11 +13,11 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/porticohq/portico/apikey"
-	"github.com/porticohq/portico/chain/starknet"
+	"github.com/porticohq/portico/families/starknet"
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/jsonrpc"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/metering/apikey"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 // rollupChain is a rollup node's chain that the test grows and

@@ -20,12 +20,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/metering/apikey"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/network"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 // testKey is the one key the test gateways accept.

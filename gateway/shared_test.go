@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/chain/evm"
+	"github.com/porticohq/portico/families/evm"
 	"github.com/porticohq/portico/internal/testsvc"
 	"github.com/porticohq/portico/network"
 )

@@ -11,8 +11,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metering/apikey"
 )
 
 // refusingMeter injects the fault Speculate exists to survive: it lets

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/porticohq/portico/jsonrpc"
-	"github.com/porticohq/portico/membudget"
+	"github.com/porticohq/portico/metering/membudget"
 	"github.com/porticohq/portico/network"
 )
 

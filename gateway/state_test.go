@@ -13,12 +13,12 @@ import (
 	"github.com/coder/websocket"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/porticohq/portico/apikey"
-	"github.com/porticohq/portico/chain/evm"
+	"github.com/porticohq/portico/families/evm"
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metering/apikey"
 	"github.com/porticohq/portico/network"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 // costMeter records what each call was charged, so that a test sees a

@@ -20,13 +20,13 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
-	"github.com/porticohq/portico/chain/evm"
+	"github.com/porticohq/portico/families/evm"
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metering/apikey"
+	"github.com/porticohq/portico/network/upstream"
 	"github.com/porticohq/portico/store"
-	"github.com/porticohq/portico/upstream"
 )
 
 // fakeChain is an EVM chain that grows one block every period; the fake

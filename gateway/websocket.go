@@ -16,7 +16,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/jsonrpc"
-	"github.com/porticohq/portico/membudget"
+	"github.com/porticohq/portico/metering/membudget"
 )
 
 // wsWriteBuffer is the write buffer each WebSocket connection keeps.

@@ -10,8 +10,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/metering/apikey"
 )
 
 // An open WebSocket follows its key as the store has it (issue 33,

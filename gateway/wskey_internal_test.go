@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/metering/apikey"
 	"github.com/porticohq/portico/store"
 )
 

@@ -13,7 +13,7 @@ import (
 // (25 transactions in json encoding) and a 116 KB EVM block with its 98
 // transactions in full, as go-ethereum sends them.
 var benchBodies = []struct{ name, path string }{
-	{"solana", "../testdata/fixtures/solana/solders_get_block_json_encoding.json"},
+	{"solana", "../internal/testdata/fixtures/solana/solders_get_block_json_encoding.json"},
 	{"evm", "testdata/evm_block_full_txs.json"},
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/porticohq/portico/jsonrpc"
-	"github.com/porticohq/portico/membudget"
+	"github.com/porticohq/portico/metering/membudget"
 )
 
 // connServer serves each WebSocket with a jsonrpc.Conn of the given limits

@@ -125,7 +125,7 @@ func TestErrorsDoc(t *testing.T) {
 	}
 }
 
-// familyRangeError is a family's refusal of a log range, as chain/evm
+// familyRangeError is a family's refusal of a log range, as families/evm
 // words it: invalid params.
 type familyRangeError string
 

@@ -301,7 +301,7 @@ func TestValidateFixtures(t *testing.T) {
 // TestValidateAllocs checks that neither the validator nor the fast path
 // of DecodeResponse allocates, on the benchmark blocks.
 func TestValidateAllocs(t *testing.T) {
-	for _, path := range []string{"../testdata/fixtures/solana/solders_get_block_json_encoding.json", "testdata/evm_block_full_txs.json"} {
+	for _, path := range []string{"../internal/testdata/fixtures/solana/solders_get_block_json_encoding.json", "testdata/evm_block_full_txs.json"} {
 		body, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -320,7 +320,7 @@ func TestValidateAllocs(t *testing.T) {
 
 func fixtureFiles(t testing.TB) []string {
 	var paths []string
-	for _, dir := range []string{"../testdata/fixtures/solana", "../testdata/fixtures/starknet", "../testdata/fixtures/evm", "testdata"} {
+	for _, dir := range []string{"../internal/testdata/fixtures/solana", "../internal/testdata/fixtures/starknet", "../internal/testdata/fixtures/evm", "testdata"} {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/membudget"
+	"github.com/porticohq/portico/metering/membudget"
 )
 
 // ConnLimits bound one WebSocket connection. Zero fields take the defaults

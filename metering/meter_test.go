@@ -14,9 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/internal/testsvc"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metering/apikey"
 	"github.com/porticohq/portico/store"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/metrics"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 // exported returns the names of Portico's metrics as Prometheus writes

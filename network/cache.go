@@ -8,8 +8,8 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/chainview"
-	"github.com/porticohq/portico/paramkey"
+	"github.com/porticohq/portico/network/chainview"
+	"github.com/porticohq/portico/network/paramkey"
 )
 
 // Cache holds answers that a family's params rule says may be cached

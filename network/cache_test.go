@@ -12,11 +12,11 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/chain/evm"
+	"github.com/porticohq/portico/families/evm"
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/network"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 // heldNode answers every call with a block, holding the answer until the

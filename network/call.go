@@ -7,8 +7,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/metering/apikey"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 // CacheState says what the cache did for a call.

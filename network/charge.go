@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metering/apikey"
 )
 
 // Notifications are charged exactly, but not one by one on the way to

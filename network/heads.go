@@ -7,7 +7,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/chainview"
+	"github.com/porticohq/portico/network/chainview"
 )
 
 // This file keeps heads and logs streams true to the chain view. A heads

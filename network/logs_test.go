@@ -13,12 +13,12 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/chain/evm"
-	"github.com/porticohq/portico/chain/starknet"
-	"github.com/porticohq/portico/chainview"
+	"github.com/porticohq/portico/families/evm"
+	"github.com/porticohq/portico/families/starknet"
 	"github.com/porticohq/portico/jsonrpc"
-	"github.com/porticohq/portico/membudget"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/metering/membudget"
+	"github.com/porticohq/portico/network/chainview"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 func TestChunks(t *testing.T) {

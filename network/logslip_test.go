@@ -12,9 +12,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/chain/evm"
-	"github.com/porticohq/portico/chainview"
+	"github.com/porticohq/portico/families/evm"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/network/chainview"
 )
 
 // TestLogRangesResolved: every tag resolves before a log query's bounds
@@ -87,7 +87,7 @@ func TestLogRangesResolved(t *testing.T) {
 	}
 }
 
-// evmTags are the EVM's block tags (chain/evm's Chain.Tags).
+// evmTags are the EVM's block tags (families/evm's Chain.Tags).
 var evmTags = map[string]portico.Head{"latest": portico.HeadLatest, "safe": portico.HeadSafe, "finalized": portico.HeadFinalized}
 
 // TestSplitLogsRefund: a split query that a node refuses part way (a node

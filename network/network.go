@@ -22,11 +22,11 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
-	"github.com/porticohq/portico/chainview"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metering/apikey"
 	"github.com/porticohq/portico/metrics"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/network/chainview"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 // Upstream answers a network's calls and tells its heads; *upstream.Pool

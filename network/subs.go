@@ -12,8 +12,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/metering/apikey"
 )
 
 // This file is the subscriptions' entry: one upstream subscription per

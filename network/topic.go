@@ -11,9 +11,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/chainview"
 	"github.com/porticohq/portico/jsonrpc"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/network/chainview"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 // topic is one upstream subscription (or, for heads, the chain view) and

@@ -19,8 +19,8 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/metrics"
-	"github.com/porticohq/portico/upstream"
-	"github.com/porticohq/portico/verify"
+	"github.com/porticohq/portico/network/upstream"
+	"github.com/porticohq/portico/network/verify"
 )
 
 // VerifyMode is a network's `verify:` setting (docs/verify.md).

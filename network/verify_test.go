@@ -8,7 +8,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
-	"github.com/porticohq/portico/verify"
+	"github.com/porticohq/portico/network/verify"
 )
 
 // TestParseVerifyMode: the config's three spellings, exactly, and off by
@@ -75,7 +75,7 @@ func TestParseBlock(t *testing.T) {
 // hash to the hash asked for; a header without the spec 0.10 fields, or of
 // a protocol before 0.13.2, cannot be checked (nobody's fault).
 func TestCheckStarkHeader(t *testing.T) {
-	raw, err := os.ReadFile("../starkblock/testdata/pathfinder_newheads_0.14.3.json")
+	raw, err := os.ReadFile("../families/starknet/starkblock/testdata/pathfinder_newheads_0.14.3.json")
 	if err != nil {
 		t.Fatal(err)
 	}

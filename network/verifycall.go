@@ -6,7 +6,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/metrics"
-	"github.com/porticohq/portico/verify"
+	"github.com/porticohq/portico/network/verify"
 )
 
 // verifiedCall serves a call on a network that verifies answers

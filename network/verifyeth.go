@@ -15,8 +15,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico/jsonrpc"
-	"github.com/porticohq/portico/upstream"
-	"github.com/porticohq/portico/verify"
+	"github.com/porticohq/portico/network/upstream"
+	"github.com/porticohq/portico/network/verify"
 )
 
 // verifiedMethod answers one EVM method from checked node answers; params

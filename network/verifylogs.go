@@ -14,8 +14,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/upstream"
-	"github.com/porticohq/portico/verify"
+	"github.com/porticohq/portico/network/upstream"
+	"github.com/porticohq/portico/network/verify"
 )
 
 // maxVerifiedLogRange bounds the blocks one verified eth_getLogs covers:

@@ -14,13 +14,13 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/maypok86/otter/v2"
 
+	"github.com/porticohq/portico/families/starknet/starkblock"
+	"github.com/porticohq/portico/families/starknet/starknettx"
+	"github.com/porticohq/portico/families/starknet/starkproof"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/metrics"
-	"github.com/porticohq/portico/starkblock"
-	"github.com/porticohq/portico/starknettx"
-	"github.com/porticohq/portico/upstream"
-	"github.com/porticohq/portico/verify"
-	"github.com/porticohq/portico/verify/starkproof"
+	"github.com/porticohq/portico/network/upstream"
+	"github.com/porticohq/portico/network/verify"
 )
 
 // starkVerifier checks a rollup (starknet family) network's answers. A

@@ -8,9 +8,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/metering"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/metering/apikey"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 // A verified call's work is priced and held to the budget as it is done

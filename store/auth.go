@@ -10,7 +10,7 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/metering/apikey"
 )
 
 // Authenticator checks API keys against the store. Accepted keys are

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/porticohq/portico/sqldb"
+	"github.com/porticohq/portico/store/sqldb"
 )
 
 // OpenSQLite opens (creating it if needed) the SQLite store at path and

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/porticohq/portico/sqldb"
 	"github.com/porticohq/portico/store"
+	"github.com/porticohq/portico/store/sqldb"
 )
 
 // A store written by a newer Portico is refused, and the error says which

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/metering/apikey"
 )
 
 // Rules are a key's own settings beyond its credits and its method,

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/apikey"
+	"github.com/porticohq/portico/metering/apikey"
 	"github.com/porticohq/portico/store"
 )
 

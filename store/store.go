@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/porticohq/portico/apikey"
-	"github.com/porticohq/portico/sqldb"
+	"github.com/porticohq/portico/metering/apikey"
+	"github.com/porticohq/portico/store/sqldb"
 )
 
 // Errors returned by the store.

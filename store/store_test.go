@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/internal/testsvc"
+	"github.com/porticohq/portico/metering/apikey"
 	"github.com/porticohq/portico/store"
 )
 

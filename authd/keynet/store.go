@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/porticohq/portico/sqldb"
+	"github.com/porticohq/portico/store/sqldb"
 )
 
 // Storage errors.

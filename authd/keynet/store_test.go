@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/porticohq/portico/internal/testsvc"
-	"github.com/porticohq/portico/sqldb"
+	"github.com/porticohq/portico/store/sqldb"
 )
 
 // backends are a fresh database of each kind; the contract runs on both.

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/porticohq/portico/sqldb"
+	"github.com/porticohq/portico/store/sqldb"
 )
 
 // Store errors.

@@ -69,7 +69,7 @@ func TestGenerateBlock(t *testing.T) {
 // measured calls, the tracking calls (held back when lagging), batches,
 // and -32601 for the rest.
 func TestFakeNode(t *testing.T) {
-	calls, err := loadFakeCalls("../../testdata/fixtures")
+	calls, err := loadFakeCalls("../../internal/testdata/fixtures")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 // This file is the fake node of the subs setup (issue 17): an EVM node
 // in a process of its own that makes a new head every interval and sends
 // it to its newHeads subscribers over WebSocket, as geth does, and answers
-// over HTTP what Portico's head tracking asks (chain/evm/heads.go:
+// over HTTP what Portico's head tracking asks (families/evm/heads.go:
 // eth_chainId, and eth_getBlockByNumber of latest, safe, finalized or a
 // number). One listener serves both: a GET with an Upgrade header is a
 // WebSocket.

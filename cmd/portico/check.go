@@ -8,7 +8,7 @@ import (
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 // ConfigCmd groups the config commands.

@@ -9,7 +9,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/porticohq/portico/admin"
-	"github.com/porticohq/portico/dashboard"
+	"github.com/porticohq/portico/admin/dashboard"
 )
 
 // withDashboard serves the dashboard at /dashboard/ on the shared

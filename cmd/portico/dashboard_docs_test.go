@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/porticohq/portico/admintoken"
+	"github.com/porticohq/portico/admin/admintoken"
+	"github.com/porticohq/portico/admin/dashboard"
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/dashboard"
 )
 
 // TestDashboardDocs keeps the Dashboard section of docs/operations.md

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/porticohq/portico/dashboard"
+	"github.com/porticohq/portico/admin/dashboard"
 )
 
 // DevAdminTokenFile is the file in the data directory that keeps the dev

@@ -12,8 +12,8 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/devnet/evmdevnet"
-	"github.com/porticohq/portico/devnet/evmtx"
+	"github.com/porticohq/portico/families/evm/evmdevnet"
+	"github.com/porticohq/portico/families/evm/evmtx"
 	"github.com/porticohq/portico/internal/anvil"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/porticohq/portico/internal/fixturenode"
 )
 
-const fixtures = "../../testdata/fixtures"
+const fixtures = "../../internal/testdata/fixtures"
 
 // startWithFixtures serves the slot-chain and rollup networks from a node
 // that answers with recorded real responses.

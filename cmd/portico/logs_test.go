@@ -24,7 +24,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/devnet/evmtx"
+	"github.com/porticohq/portico/families/evm/evmtx"
 	"github.com/porticohq/portico/internal/anvil"
 )
 
@@ -68,7 +68,7 @@ func mustResult(t *testing.T, url, method, params string) json.RawMessage {
 // the state anvil --load-state reads):
 // loading it takes seconds where mining its blocks takes minutes.
 // TestLogsChainFixture (build tag portico_fixtures) writes it again.
-const logsFixture = "../../testdata/anvil/logs-chain.json.gz"
+const logsFixture = "../../internal/testdata/anvil/logs-chain.json.gz"
 
 // logsChain starts anvil with the chain of logsFixture, or builds it when
 // the fixture is not there (see buildLogsChain), and returns the node and

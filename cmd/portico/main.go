@@ -15,7 +15,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/membudget"
+	"github.com/porticohq/portico/metering/membudget"
 )
 
 // CLI is the command line of portico.

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/porticohq/portico/chain/evm"
 	"github.com/porticohq/portico/config"
+	"github.com/porticohq/portico/families/evm"
 	"github.com/porticohq/portico/internal/testsvc"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/store"

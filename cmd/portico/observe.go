@@ -19,7 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 // tracingOn reports whether traces are exported: the config names an

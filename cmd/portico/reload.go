@@ -20,7 +20,7 @@ import (
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/network"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/network/upstream"
 )
 
 // This file reloads the config of a running portico serve (SIGHUP, or

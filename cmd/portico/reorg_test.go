@@ -20,7 +20,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/devnet/evmtx"
+	"github.com/porticohq/portico/families/evm/evmtx"
 	"github.com/porticohq/portico/internal/anvil"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/porticohq/portico/internal/rpccompat"
 )
 
-const executionAPIs = "../../testdata/execution-apis"
+const executionAPIs = "../../internal/testdata/execution-apis"
 
 // TestRPCCompat replays the Ethereum conformance corpus (execution-apis'
 // rpc-compat tests, testdata/execution-apis) through Portico's default

@@ -28,9 +28,9 @@ import (
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/network"
-	"github.com/porticohq/portico/sqldb"
+	"github.com/porticohq/portico/network/upstream"
 	"github.com/porticohq/portico/store"
-	"github.com/porticohq/portico/upstream"
+	"github.com/porticohq/portico/store/sqldb"
 )
 
 // Streams are the command's standard output and error.

@@ -15,8 +15,8 @@ import (
 	"github.com/gagliardetto/solana-go/rpc"
 	"github.com/gagliardetto/solana-go/rpc/jsonrpc"
 
+	"github.com/porticohq/portico/auth/wallet"
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/wallet"
 )
 
 // TestSolanaDevnetThroughGateway runs `portico serve` with the embedded

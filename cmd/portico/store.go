@@ -13,11 +13,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
-	"github.com/porticohq/portico/apikey"
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/metering"
-	"github.com/porticohq/portico/sqldb"
+	"github.com/porticohq/portico/metering/apikey"
 	"github.com/porticohq/portico/store"
+	"github.com/porticohq/portico/store/sqldb"
 )
 
 // DevDailyCredits is the daily balance of the dev key that serve makes

@@ -10,8 +10,8 @@ import (
 	"github.com/gagliardetto/solana-go/rpc"
 	"github.com/gagliardetto/solana-go/rpc/ws"
 
+	"github.com/porticohq/portico/auth/wallet"
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/wallet"
 )
 
 // TestSubscriptionsSolana: solana-go's WebSocket client watches slots,

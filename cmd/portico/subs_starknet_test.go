@@ -16,7 +16,7 @@ import (
 // in front of the embedded rollup devnet, each notification valid against
 // spec 0.8.1's WebSocket schemas; the rollup_ names work too.
 func TestSubscriptionsStarknet(t *testing.T) {
-	spec, err := starknetspec.Load("../../devnet/starknetdevnet/testdata")
+	spec, err := starknetspec.Load("../../families/starknet/starknetdevnet/testdata")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/porticohq/portico/devnet/starknetdevnet"
+	"github.com/porticohq/portico/families/starknet/starknetdevnet"
 )
 
 // starkChain is the rollup devnet after a few blocks of traffic, with a

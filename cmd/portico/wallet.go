@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/porticohq/portico/auth"
-	"github.com/porticohq/portico/wallet"
+	"github.com/porticohq/portico/auth/wallet"
 )
 
 // WalletCmd is the example of one login on three chains: it logs a user

@@ -18,8 +18,8 @@ import (
 	"github.com/gagliardetto/solana-go/rpc"
 
 	"github.com/porticohq/portico/config"
+	"github.com/porticohq/portico/families/starknet/starknettx"
 	"github.com/porticohq/portico/internal/authtest"
-	"github.com/porticohq/portico/starknettx"
 )
 
 // walletRun runs `portico wallet args…` and answers its code prompt with

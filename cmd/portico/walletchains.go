@@ -20,10 +20,10 @@ import (
 	"github.com/gagliardetto/solana-go/rpc"
 	"github.com/gagliardetto/solana-go/rpc/ws"
 
-	"github.com/porticohq/portico/devnet/evmdevnet"
-	"github.com/porticohq/portico/devnet/starknetdevnet"
-	"github.com/porticohq/portico/starknettx"
-	"github.com/porticohq/portico/wallet"
+	"github.com/porticohq/portico/auth/wallet"
+	"github.com/porticohq/portico/families/evm/evmdevnet"
+	"github.com/porticohq/portico/families/starknet/starknetdevnet"
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // family is one chain family as the wallet example drives it through the

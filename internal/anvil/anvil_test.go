@@ -15,7 +15,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 	"go.uber.org/goleak"
 
-	"github.com/porticohq/portico/devnet/evmtx"
+	"github.com/porticohq/portico/families/evm/evmtx"
 	"github.com/porticohq/portico/internal/anvil"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/porticohq/portico/internal/rpccompat"
 )
 
-const corpus = "../../testdata/execution-apis"
+const corpus = "../testdata/execution-apis"
 
 func loadSpec(t *testing.T) *rpccompat.Spec {
 	t.Helper()

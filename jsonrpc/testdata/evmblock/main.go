@@ -29,7 +29,7 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/ethclient"
 
-	"github.com/porticohq/portico/devnet/evmdevnet"
+	"github.com/porticohq/portico/families/evm/evmdevnet"
 )
 
 // txs is the number of transactions after the round of every type: with
