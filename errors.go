@@ -46,6 +46,9 @@ const (
 	// more than the network's or the key's bounds allow; the message
 	// suggests a range that would fit (issue 26).
 	CodeLogsTooLarge = -32059
+	// CodeNotKept answers a call about data no node of the network keeps
+	// by its configured reach (MissingError).
+	CodeNotKept = -32060
 )
 
 // Sentinel errors of the gateway. jsonrpc.ErrorFor maps each to a JSON-RPC
@@ -452,3 +455,36 @@ func (e *LogsTooLargeError) ErrorCode() int { return CodeLogsTooLarge }
 // asked (its range, addresses or topics), so that it costs nothing; a
 // query stopped at the logs cap made the nodes work and stays charged.
 func (e *LogsTooLargeError) BeforeWork() bool { return e.Bound != LogBoundLogs }
+
+// MissingError reports a call about data that no node of the network
+// keeps: every node that was asked answered that it lacks it (pruned
+// state, a cleaned-up slot, a method it does not serve), or none keeps it
+// by its configured reach and none was asked. It carries the last node's
+// code, so that a client that acts on a node's code (a skipped slot) still
+// can; with no node asked, CodeNotKept.
+type MissingError struct {
+	Network string
+	// What names the data: "the state of block 5", "block 0x…".
+	What string
+	// Code and Message are the last node's answer; Code is 0 when no node
+	// was asked.
+	Code    int
+	Message string
+}
+
+// Error names the network, the data and what the last node said.
+func (e *MissingError) Error() string {
+	msg := fmt.Sprintf("no node of network %s keeps %s", e.Network, e.What)
+	if e.Code != 0 {
+		msg += "; the last node asked said: " + e.Message
+	}
+	return msg
+}
+
+// ErrorCode is the last node's code, or CodeNotKept.
+func (e *MissingError) ErrorCode() int {
+	if e.Code != 0 {
+		return e.Code
+	}
+	return CodeNotKept
+}

@@ -48,6 +48,9 @@ type Method struct {
 	// runs, for a key's contract-address allowlist; left zero, the
 	// table's Contracts entry for the method's name says it.
 	Contracts Contracts
+	// Data says what the call reads at its block, for routing to nodes
+	// that keep it.
+	Data Data
 }
 
 // Params is what a method's params rule learned from a call's params.
@@ -199,6 +202,123 @@ const (
 	BlockHash
 )
 
+// Data says what a method reads at the block it is about, so that the
+// pool sends it only to nodes that keep that (a node's Reach).
+type Data uint8
+
+// What a method reads at its block.
+const (
+	// DataAny: the call is about no block's data, or any node has it.
+	DataAny Data = iota
+	// DataState: the chain's state at the block (balances, nonces,
+	// storage, code, calls run on it): a pruned node keeps only the
+	// newest blocks' state.
+	DataState
+	// DataHistory: the block itself, its transactions, receipts or logs
+	// (a slot's block): a node that pruned history keeps them from its
+	// first block on.
+	DataHistory
+)
+
+// Reach is what one node keeps and serves, as configured (or, where the
+// config says nothing, as the pool learns from its answers).
+type Reach struct {
+	// Archive says the node keeps the state of every block.
+	Archive bool
+	// StateBlocks is how many of the newest blocks' state the node keeps
+	// (128 on a geth full node); 0 with Archive false says nothing is
+	// known: the pool learns it from the node's answers.
+	StateBlocks uint64
+	// FirstBlock is the oldest block (slot) whose block, transactions and
+	// receipts the node has; 0 means all.
+	FirstBlock uint64
+	// Serves, when not empty, are the only methods the node serves: a
+	// name, or a namespace as its prefix ending in "_" ("debug_").
+	Serves []string
+	// Lacks are methods or namespaces (as in Serves) the node does not
+	// serve.
+	Lacks []string
+	// PerSecond bounds the calls sent to the node each second (a
+	// provider's plan); 0 means no bound.
+	PerSecond float64
+	// Concurrent bounds the calls in flight at the node; 0 means no bound.
+	Concurrent int
+	// MaxLogRange is the widest log query range, in blocks, the node
+	// takes; 0 means no bound of its own.
+	MaxLogRange uint64
+}
+
+// ServesMethod reports whether the node serves method, by Serves and
+// Lacks.
+func (r Reach) ServesMethod(method string) bool {
+	if len(r.Serves) > 0 && !matchesMethod(r.Serves, method) {
+		return false
+	}
+	return !matchesMethod(r.Lacks, method)
+}
+
+// matchesMethod reports whether method is in list, by name or by a
+// namespace prefix ending in "_".
+func matchesMethod(list []string, method string) bool {
+	for _, m := range list {
+		if m == method || (len(m) > 0 && m[len(m)-1] == '_' && len(method) > len(m) && method[:len(m)] == m) {
+			return true
+		}
+	}
+	return false
+}
+
+// Answer is the class of a node's JSON-RPC error answer: every answer is
+// classified once, by the family's rules (Chain.Answers), and the pool
+// acts on the class alone.
+type Answer uint8
+
+// The classes of a node's error answers.
+const (
+	// AnswerClient is the client's own error (bad params, execution
+	// reverted): passed on unchanged, never retried, not the node's fault.
+	// Words no rule knows are taken as this.
+	AnswerClient Answer = iota
+	// AnswerMissing: the node lacks the data asked about (pruned state, a
+	// cleaned-up slot): another node may have it. Not a fault.
+	AnswerMissing
+	// AnswerLimited: the node's own rate limit or capacity; the node is
+	// left alone for a while and another asked. Not a fault.
+	AnswerLimited
+	// AnswerUnhealthy: the node is unhealthy or behind (syncing, no
+	// peers, internal failure): a fault, another node is asked.
+	AnswerUnhealthy
+	// AnswerTooLarge: a range or answer size the node refuses (a log
+	// query): the network splits it.
+	AnswerTooLarge
+)
+
+// String names the class, as in metrics and docs/nodes.md.
+func (a Answer) String() string {
+	switch a {
+	case AnswerMissing:
+		return "missing"
+	case AnswerLimited:
+		return "limited"
+	case AnswerUnhealthy:
+		return "unhealthy"
+	case AnswerTooLarge:
+		return "too_large"
+	}
+	return "client"
+}
+
+// AnswerRule is one row of a family's table of node words: an error
+// answer whose code is Code (0: any) and whose message contains Words
+// (matched in lower case) is of Class. Source names the node software
+// and where in its source the words come from.
+type AnswerRule struct {
+	Code   int
+	Words  string
+	Class  Answer
+	Source string
+}
+
 // Heads are a node's view of its chain: the numbers (slots) of its newest
 // block and of its newest safe and finalized ones (0 when the node does not
 // say), and the header of the block the chain view follows, which links it
@@ -277,6 +397,10 @@ type Chain struct {
 	// network's max_lag of 0 takes it). 0 declares no bound: no node
 	// counts as lagging.
 	MaxLag uint64
+	// Answers are the family's node words: how the error answers of the
+	// node software people run are classified (docs/nodes.md). The first
+	// matching rule wins.
+	Answers []AnswerRule
 }
 
 // Subscription is a family's rule for one subscribe method: how its

@@ -155,6 +155,12 @@ func (h *HTTP) Send(ctx context.Context, method string, params jsontext.Value, l
 		if length >= 0 && length <= readChunk {
 			_, _ = io.CopyN(io.Discard, resp.BodyStream(), length)
 		}
+		// 429, and 503 with a Retry-After, are the node's rate or
+		// capacity: not a fault of the node (LimitedError).
+		retry := resp.Header.Peek(fasthttp.HeaderRetryAfter)
+		if status == fasthttp.StatusTooManyRequests || (status == fasthttp.StatusServiceUnavailable && len(retry) > 0) {
+			return nil, &LimitedError{Status: status, RetryAfter: parseRetryAfter(retry, time.Now())}
+		}
 		return nil, unavailable(fmt.Errorf("HTTP %d", status))
 	}
 	hold := holding{budget: lim.Budget}

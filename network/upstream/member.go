@@ -17,13 +17,18 @@ type Member struct {
 	// Subs opens subscriptions on the node; nil when the node speaks HTTP
 	// only (a WebSocket Node subscribes itself).
 	Subs Subscriber
+	// Reach is what the node keeps and serves, and its own rate bounds,
+	// as configured; the zero value says nothing, and the pool learns
+	// what it can from the node's answers.
+	Reach portico.Reach
 }
 
 // member is a Member and everything the pool knows of it. One mutex guards
 // the state; the hot path takes it a few times per call.
 type member struct {
 	Member
-	index int // position in the configured order
+	index int    // position in the configured order
+	reach *reach // what it keeps, serves and takes
 
 	mu sync.Mutex
 	// Health: consecutive failures and the bench they earned; unreachable
@@ -199,13 +204,20 @@ type NodeState struct {
 	// P50 and P95 are quantiles of its last 128 answer times.
 	P50 time.Duration `json:"p50Ns"`
 	P95 time.Duration `json:"p95Ns"`
+	// Keeps is what the node keeps and serves, configured or learned.
+	Keeps Keeps `json:"keeps"`
+	// Rate is its own rate bounds and their use.
+	Rate RateUse `json:"rate"`
+	// Answers counts its answers by class (docs/nodes.md).
+	Answers map[string]uint64 `json:"answers,omitempty"`
 }
 
 // snapshot returns the node's state at now; best and maxLag give its lag.
 func (m *member) snapshot(now time.Time, best, maxLag uint64) NodeState {
+	keeps, rateUse, answers := m.reach.snapshot(now)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := NodeState{
+	s := NodeState{Keeps: keeps, Rate: rateUse, Answers: answers,
 		Name: m.Name, Heads: m.heads, HeadsAge: -1, Chain: m.identity, WrongChain: m.wrong,
 		Benched: !m.benched.IsZero() && now.Before(m.benched), Suspect: !m.suspect.IsZero() && now.Before(m.suspect),
 		Calls: m.calls, Errors: m.errs, Hedged: m.hedged, P50: m.lat.p50, P95: m.lat.p95,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -64,6 +65,13 @@ type PoolConfig struct {
 	// Now is the clock of health and suspicion (not of timeouts); nil means
 	// time.Now.
 	Now func() time.Time
+	// Answers classifies the nodes' error answers (NewClassifier of the
+	// family's rules); nil means the hosted providers' rules alone.
+	Answers *Classifier
+	// OnAnswer, when set, is told the class of every answer a node gave
+	// (see Keeps: "result", the portico.Answer names, "failed"). It runs
+	// on the caller's goroutine and must be quick.
+	OnAnswer func(node, class string)
 }
 
 // Hedge configures hedged reads: a read that has no answer after a delay
@@ -111,6 +119,9 @@ type Request struct {
 	// Check, when set, judges each node's result before it is taken (see
 	// CheckError): an answer it refuses is the node's fault.
 	Check func(node string, res jsontext.Value) error
+	// Data is what the call reads at Block: it goes only to nodes that
+	// keep that (Member.Reach, and what their answers taught).
+	Data portico.Data
 }
 
 // Pool sends each call to the best node of a network for that call, hedges
@@ -140,6 +151,8 @@ type Pool struct {
 	now     func() time.Time
 	observe func(node string, took time.Duration, failed bool)
 	tracer  trace.Tracer
+	answers *Classifier
+	onClass func(node, class string)
 
 	view    *chainview.View // the served chain, by hash
 	kick    chan struct{}   // a node's heads changed: follow now
@@ -162,6 +175,10 @@ func NewPool(cfg PoolConfig) *Pool {
 		network: cfg.Network, timeout: cfg.Timeout, attempt: cfg.AttemptTimeout, chain: cfg.Chain,
 		chainID: cfg.ChainID, poll: cfg.PollInterval, maxLag: cfg.MaxLag, hedge: cfg.Hedge,
 		log: cfg.Logger, now: cfg.Now, observe: cfg.OnAttempt, tracer: cfg.Tracer,
+		answers: cfg.Answers, onClass: cfg.OnAnswer,
+	}
+	if p.answers == nil {
+		p.answers = NewClassifier(nil)
 	}
 	depth := cfg.ViewDepth
 	if depth <= 0 {
@@ -200,7 +217,7 @@ func NewPool(cfg PoolConfig) *Pool {
 		p.tracer = noop.NewTracerProvider().Tracer("")
 	}
 	for i, m := range cfg.Members {
-		p.members = append(p.members, &member{Member: m, index: i})
+		p.members = append(p.members, &member{Member: m, index: i, reach: newReach(m.Reach)})
 	}
 	return p
 }
@@ -218,6 +235,7 @@ type attempt struct {
 	m        *member
 	res      jsontext.Value
 	err      error
+	class    int // what the answer was (answerResult, a portico.Answer, answerFailed)
 	start    time.Time
 	took     time.Duration
 	repinned bool
@@ -231,6 +249,12 @@ type attempt struct {
 // over (another node would send the same answer) nor counts against the
 // node.
 //
+// A node's error answer is classified once (Classifier): the client's own
+// error is returned as is; a node that lacks the data, or is over its own
+// rate, or says it is unhealthy, is passed over for the next node. When
+// every node asked lacked the data, or none keeps it by its configured
+// reach, Do returns a *portico.MissingError.
+//
 // When the returned slice is not on dst's array (a hedge answered first)
 // or Do returns early because the caller left, an attempt still running
 // may yet write past dst's length: dst's array must then not be reused.
@@ -238,142 +262,303 @@ func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Val
 	if len(p.members) == 0 {
 		return nil, &portico.UpstreamError{Network: p.network, Err: portico.ErrNoUpstream}
 	}
-	order := p.order(req)
+	order, keptOut := p.order(req)
+	if len(order) == 0 {
+		if keptOut {
+			return nil, portico.Answered(p.missing(req, nil))
+		}
+		return nil, &portico.UpstreamError{Network: p.network, Err: portico.ErrUpstreamUnavailable}
+	}
 	deadline := time.Now().Add(p.timeout)
 	ctx, cancel := context.WithDeadline(caller, deadline)
 	defer cancel() // ends the attempts that lost
-	results := make(chan attempt, len(order))
-	next, pending := 0, 0
-	var launched time.Time // when the last attempt was sent, on p.now
-	launch := func() {
-		m := order[next]
-		launched = p.now()
-		// Only the first attempt appends to dst's spare capacity: a later
-		// one gets a copy of its own, so that two attempts never write the
-		// same bytes and an attempt that lost cannot touch the answer.
-		buf := dst
-		if next > 0 {
-			buf = dst[:len(dst):len(dst)]
-		}
-		next++
-		pending++
-		params, repinned := req.Params, false
-		if req.Repin != nil && req.Block.Kind == portico.BlockNumber {
-			if h, at, _ := m.chainState(); !at.IsZero() && h.Latest < req.Block.Number && h.Latest > 0 {
-				params, repinned = req.Repin(h.Latest), true
-			}
-		}
-		faults := m.faultCount()
-		go func() {
-			actx, acancel := context.WithDeadline(ctx, minTime(deadline, time.Now().Add(p.attempt)))
-			defer acancel()
-			actx, span := p.tracer.Start(actx, "upstream "+req.Method, trace.WithSpanKind(trace.SpanKindClient))
-			start := time.Now()
-			res, err := m.Node.Send(actx, req.Method, params, Limits{MaxResult: req.MaxResult, Budget: req.Budget}, buf)
-			if err != nil && !isAnswer(err) && !isLimit(err) {
-				err = classify(actx, err)
-			}
-			if err == nil && req.Check != nil {
-				err = check(req.Check, m.Name, res)
-			}
-			took := time.Since(start)
-			failed := err != nil && !isAnswer(err) && !isLimit(err)
-			lost := failed && errors.Is(ctx.Err(), context.Canceled) // another node answered, or the caller left
-			if span.IsRecording() {
-				span.SetAttributes(attribute.String("portico.network", p.network), attribute.String("portico.node", m.Name),
-					attribute.String("rpc.method", req.Method), attribute.Bool("portico.repinned", repinned))
-				switch {
-				case lost:
-					span.SetAttributes(attribute.Bool("portico.cancelled", true))
-				case failed:
-					span.SetStatus(codes.Error, err.Error())
-				case isLimit(err):
-					span.SetAttributes(attribute.String("portico.limit", err.Error()))
-				case err != nil:
-					span.SetAttributes(attribute.String("portico.node_error", err.Error()))
-				}
-			}
-			span.End()
-			if p.observe != nil && !lost {
-				p.observe(m.Name, took, failed)
-			}
-			results <- attempt{m: m, res: res, err: err, start: start, took: took, repinned: repinned, faults: faults}
-		}()
-	}
-	launch()
+	c := &poolCall{p: p, req: req, order: order, dst: dst, ctx: ctx, deadline: deadline, results: make(chan attempt, len(order))}
+	c.launch(true)
 	var hedge <-chan time.Time
 	if !req.Write && !p.hedge.Disabled && len(order) > 1 {
 		t := time.NewTimer(order[0].hedgeDelay(p.hedge.MinDelay, p.hedge.MaxDelay))
 		defer t.Stop()
 		hedge = t.C
 	}
-	var (
-		last     error
-		lastName string
-		slow     *member   // the node a hedge was sent past in this call
-		slowSent time.Time // when the attempt at it was sent
-	)
-	for pending > 0 {
+	for c.pending > 0 {
 		select {
-		case a := <-results:
-			pending--
-			if isLimit(a.err) {
-				// Ours, not the node's: its health is untouched.
-				return nil, a.err
-			}
-			if a.err == nil || isAnswer(a.err) {
-				if slow != nil && a.m != slow {
-					slow.overtaken(slowSent, p.now())
-				}
-				a.m.ok(a.took, a.m != slow, a.faults)
-				if req.Repinned != nil {
-					*req.Repinned = a.repinned
-				}
-				if req.Served != nil {
-					*req.Served = a.m.Name
-				}
-				return a.res, a.err
-			}
-			if caller.Err() != nil {
-				// The caller gave up (a client went away): not the node's
-				// fault, and nobody is waiting for failover.
-				return nil, caller.Err()
-			}
-			if !missing(a.err) {
-				a.m.fail(p.now(), true)
-			}
-			p.log.Warn("upstream failed", "network", p.network, "upstream", a.m.Name, "method", req.Method, "err", a.err)
-			last, lastName = a.err, a.m.Name
-			if req.Write && !undelivered(a.err) {
-				// The node may have the transaction: sending it again
-				// elsewhere is not ours to decide.
-				return nil, &portico.UpstreamError{Network: p.network, Upstream: a.m.Name, Err: a.err}
-			}
-			if next < len(order) && time.Now().Before(deadline) {
-				launch()
+		case a := <-c.results:
+			c.pending--
+			if res, err, done := c.settle(caller, a); done {
+				return res, err
 			}
 		case <-hedge:
 			hedge = nil
-			if next < len(order) && pending > 0 {
-				// The node is suspect only if the hedge answers first: a
-				// late answer that still wins was a pause of ours as
-				// likely as of the node's.
-				slow, slowSent = order[next-1], launched
-				slow.hedgedPast()
-				p.log.Debug("hedging", "network", p.network, "slow", order[next-1].Name, "hedge", order[next].Name, "method", req.Method)
-				launch()
-			}
+			c.hedge()
 		case <-caller.Done():
 			return nil, caller.Err()
 		}
 	}
+	return c.failed(caller)
+}
+
+// poolCall is one call of Do on its way through the nodes.
+type poolCall struct {
+	p        *Pool
+	req      Request
+	order    []*member
+	dst      []byte
+	ctx      context.Context
+	deadline time.Time
+	results  chan attempt
+
+	next, pending int
+	launched      time.Time // when the last attempt was sent, on p.now
+	last          error     // the last node's failure
+	lastName      string
+	lastMissing   *jsonrpc.Error // the last node's answer that it lacks the data
+	lastLimited   *jsonrpc.Error // the last node's answer that it is over its rate
+	slow          *member        // the node a hedge was sent past in this call
+	slowSent      time.Time      // when the attempt at it was sent
+}
+
+// launch sends the call to the next node in order that has room for it
+// now; with none, when wait is set, to the next node once it has room
+// (its own rate bounds queue the call). It reports whether a node was
+// sent the call.
+func (c *poolCall) launch(wait bool) bool {
+	if c.next >= len(c.order) {
+		return false
+	}
+	pick, release := -1, func() {}
+	for j := c.next; j < len(c.order); j++ {
+		if rel, ok := c.order[j].reach.take(c.ctx, false); ok {
+			pick, release = j, rel
+			break
+		}
+	}
+	if pick < 0 {
+		if !wait {
+			return false
+		}
+		rel, ok := c.order[c.next].reach.take(c.ctx, true)
+		if !ok {
+			return false
+		}
+		pick, release = c.next, rel
+	}
+	c.order[c.next], c.order[pick] = c.order[pick], c.order[c.next]
+	m := c.order[c.next]
+	c.launched = c.p.now()
+	// Only the first attempt appends to dst's spare capacity: a later
+	// one gets a copy of its own, so that two attempts never write the
+	// same bytes and an attempt that lost cannot touch the answer.
+	buf := c.dst
+	if c.next > 0 {
+		buf = c.dst[:len(c.dst):len(c.dst)]
+	}
+	c.next++
+	c.pending++
+	params, repinned := c.req.Params, false
+	if c.req.Repin != nil && c.req.Block.Kind == portico.BlockNumber {
+		if h, at, _ := m.chainState(); !at.IsZero() && h.Latest < c.req.Block.Number && h.Latest > 0 {
+			params, repinned = c.req.Repin(h.Latest), true
+		}
+	}
+	faults := m.faultCount()
+	go func() {
+		defer release()
+		c.results <- c.p.try(c.ctx, c.deadline, m, c.req, params, buf, repinned, faults)
+	}()
+	return true
+}
+
+// try sends the call to node m and returns its attempt, classified.
+func (p *Pool) try(ctx context.Context, deadline time.Time, m *member, req Request, params jsontext.Value, buf []byte, repinned bool, faults uint64) attempt {
+	actx, acancel := context.WithDeadline(ctx, minTime(deadline, time.Now().Add(p.attempt)))
+	defer acancel()
+	actx, span := p.tracer.Start(actx, "upstream "+req.Method, trace.WithSpanKind(trace.SpanKindClient))
+	start := time.Now()
+	res, err := m.Node.Send(actx, req.Method, params, Limits{MaxResult: req.MaxResult, Budget: req.Budget}, buf)
+	if err != nil && !isAnswer(err) && !isLimit(err) {
+		err = classify(actx, err)
+	}
+	if err == nil && req.Check != nil {
+		err = check(req.Check, m.Name, res)
+	}
+	took := time.Since(start)
+	class := p.classOf(err)
+	failed := class == answerFailed || class == int(portico.AnswerUnhealthy)
+	lost := failed && errors.Is(ctx.Err(), context.Canceled) // another node answered, or the caller left
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("portico.network", p.network), attribute.String("portico.node", m.Name),
+			attribute.String("rpc.method", req.Method), attribute.Bool("portico.repinned", repinned),
+			attribute.String("portico.answer", answerName(class)))
+		switch {
+		case lost:
+			span.SetAttributes(attribute.Bool("portico.cancelled", true))
+		case failed:
+			span.SetStatus(codes.Error, err.Error())
+		case isLimit(err):
+			span.SetAttributes(attribute.String("portico.limit", err.Error()))
+		case err != nil:
+			span.SetAttributes(attribute.String("portico.node_error", err.Error()))
+		}
+	}
+	span.End()
+	if p.observe != nil && !lost {
+		p.observe(m.Name, took, failed)
+	}
+	return attempt{m: m, res: res, err: err, class: class, start: start, took: took, repinned: repinned, faults: faults}
+}
+
+// classOf is the class of an attempt's outcome: a result, a node's
+// answer by the classifier, a node over its rate (an HTTP 429), or a
+// failure. This process's own bounds (a LimitError) count as a result:
+// they are not the node's.
+func (p *Pool) classOf(err error) int {
+	var rpcErr *jsonrpc.Error
+	var limited *LimitedError
+	switch {
+	case err == nil || isLimit(err):
+		return answerResult
+	case errors.As(err, &rpcErr):
+		return int(p.answers.Classify(rpcErr))
+	case errors.As(err, &limited):
+		return int(portico.AnswerLimited)
+	}
+	return answerFailed
+}
+
+// settle acts on one attempt's outcome: done says Do returns res and err.
+func (c *poolCall) settle(caller context.Context, a attempt) (res jsontext.Value, err error, done bool) {
+	p, now := c.p, c.p.now()
+	a.m.reach.count(a.class)
+	if p.onClass != nil {
+		p.onClass(a.m.Name, answerName(a.class))
+	}
+	if isLimit(a.err) {
+		// Ours, not the node's: its health is untouched.
+		return nil, a.err, true
+	}
+	switch a.class {
+	case answerResult, int(portico.AnswerClient), int(portico.AnswerTooLarge):
+		if c.slow != nil && a.m != c.slow {
+			c.slow.overtaken(c.slowSent, now)
+		}
+		a.m.ok(a.took, a.m != c.slow, a.faults)
+		if c.req.Repinned != nil {
+			*c.req.Repinned = a.repinned
+		}
+		if c.req.Served != nil {
+			*c.req.Served = a.m.Name
+		}
+		return a.res, a.err, true
+	}
+	if caller.Err() != nil {
+		// The caller gave up (a client went away): not the node's
+		// fault, and nobody is waiting for failover.
+		return nil, caller.Err(), true
+	}
+	var rpcErr *jsonrpc.Error
+	errors.As(a.err, &rpcErr)
+	switch a.class {
+	case int(portico.AnswerMissing):
+		// Not a fault: the node answered, about data it does not keep.
+		a.m.ok(a.took, true, a.faults)
+		h, at, _ := a.m.chainState()
+		head := h.Latest
+		if at.IsZero() {
+			head = p.Heads().Latest
+		}
+		a.m.reach.learnMissing(targetOf(c.req), head, rpcErr.Code == jsonrpc.CodeMethodNotFound, now)
+		c.lastMissing = rpcErr
+	case int(portico.AnswerLimited):
+		// Not a fault either: the node is left alone as it asked.
+		a.m.reach.limit(now, limitedFor(a.err))
+		if rpcErr != nil {
+			c.lastLimited = rpcErr
+		} else {
+			c.last, c.lastName = a.err, a.m.Name
+		}
+	default:
+		if !missing(a.err) {
+			a.m.fail(now, true)
+		}
+		c.last, c.lastName = a.err, a.m.Name
+	}
+	p.log.Warn("upstream failed", "network", p.network, "upstream", a.m.Name, "method", c.req.Method, "answer", answerName(a.class), "err", a.err)
+	if c.req.Write && a.class == answerFailed && !undelivered(a.err) {
+		// The node may have the transaction: sending it again
+		// elsewhere is not ours to decide.
+		return nil, &portico.UpstreamError{Network: p.network, Upstream: a.m.Name, Err: a.err}, true
+	}
+	if time.Now().Before(c.deadline) {
+		c.launch(true)
+	}
+	return nil, nil, false
+}
+
+// hedge sends the call to the next node too, when it has room: the
+// attempt in flight is late.
+func (c *poolCall) hedge() {
+	if c.next >= len(c.order) || c.pending == 0 {
+		return
+	}
+	slow, sent := c.order[c.next-1], c.launched
+	if !c.launch(false) {
+		return
+	}
+	// The node is suspect only if the hedge answers first: a late answer
+	// that still wins was a pause of ours as likely as of the node's.
+	c.slow, c.slowSent = slow, sent
+	slow.hedgedPast()
+	c.p.log.Debug("hedging", "network", c.p.network, "slow", slow.Name, "hedge", c.order[c.next-1].Name, "method", c.req.Method)
+}
+
+// failed is Do's answer when no node gave one: a node's answer that it
+// lacks the data (a *portico.MissingError naming it), else the last
+// node's rate-limit answer, else the last failure.
+func (c *poolCall) failed(caller context.Context) (jsontext.Value, error) {
 	if caller.Err() != nil {
 		return nil, caller.Err()
 	}
-	if last == nil {
-		last = &failure{kind: portico.ErrUpstreamTimeout, cause: context.DeadlineExceeded}
+	switch {
+	case c.lastMissing != nil:
+		return nil, portico.Answered(c.p.missing(c.req, c.lastMissing))
+	case c.lastLimited != nil:
+		return nil, c.lastLimited
+	case c.last == nil:
+		c.last = &failure{kind: portico.ErrUpstreamTimeout, cause: context.DeadlineExceeded}
 	}
-	return nil, &portico.UpstreamError{Network: p.network, Upstream: lastName, Err: last}
+	return nil, &portico.UpstreamError{Network: c.p.network, Upstream: c.lastName, Err: c.last}
+}
+
+// missing is the error of a call about data no node keeps: node is the
+// last node's answer, nil when no node keeps it by its configured reach.
+func (p *Pool) missing(req Request, node *jsonrpc.Error) *portico.MissingError {
+	what := "what " + req.Method + " asks for"
+	switch {
+	case node != nil && node.Code == jsonrpc.CodeMethodNotFound, node == nil && !p.servedAnywhere(req.Method):
+		what = "a node that serves " + req.Method
+	case req.Block.Kind == portico.BlockNumber && req.Data == portico.DataState:
+		what = "the state of block " + strconv.FormatUint(req.Block.Number, 10)
+	case req.Block.Kind == portico.BlockNumber:
+		what = "block " + strconv.FormatUint(req.Block.Number, 10)
+	case req.Block.Kind == portico.BlockTag && req.Data == portico.DataState:
+		what = "the state of block " + req.Block.Tag
+	}
+	e := &portico.MissingError{Network: p.network, What: what}
+	if node != nil {
+		e.Code, e.Message = node.Code, node.Message
+	}
+	return e
+}
+
+// servedAnywhere reports whether some node's configured reach serves
+// method.
+func (p *Pool) servedAnywhere(method string) bool {
+	for _, m := range p.members {
+		if m.reach.cfg.ServesMethod(method) {
+			return true
+		}
+	}
+	return false
 }
 
 // isAnswer reports whether err is a node's JSON-RPC error: an answer.
@@ -382,10 +567,24 @@ func isAnswer(err error) bool {
 	return errors.As(err, &rpcErr)
 }
 
-// order ranks the nodes for req (see Pool).
-func (p *Pool) order(req Request) []*member {
+// Routing classes of Pool.order, best first.
+const (
+	rankCurrent    = iota // current, has the block, not suspect
+	rankSuspect           // current but a hedge overtook it lately
+	rankLagging           // lags but has the block
+	rankBusy              // one of the above, at its own rate bound
+	rankLacking           // lags or lacks the block
+	rankBenched           // failed lately
+	rankLearnedOut        // its answers said it lacks what the call reads
+)
+
+// order ranks the nodes for req (see Pool): nodes whose configured reach
+// does not keep what req reads (keptOut reports one), and nodes on the
+// wrong chain, are left out.
+func (p *Pool) order(req Request) (_ []*member, keptOut bool) {
 	now := p.now()
 	best := p.Heads().Latest
+	t := targetOf(req)
 	type ranked struct {
 		m     *member
 		class int
@@ -399,6 +598,15 @@ func (p *Pool) order(req Request) []*member {
 			continue // never: its answers are about another chain
 		}
 		h, at, _ := m.chainState()
+		head := h.Latest
+		if at.IsZero() {
+			head = best
+		}
+		configured, learned := m.reach.keeps(t, head, now)
+		if !configured {
+			keptOut = true
+			continue // never: it does not keep what the call reads
+		}
 		var lag uint64
 		if !at.IsZero() && best > h.Latest {
 			lag = best - h.Latest
@@ -407,17 +615,22 @@ func (p *Pool) order(req Request) []*member {
 		hasBlock := req.Block.Kind != portico.BlockNumber || at.IsZero() || h.Latest >= req.Block.Number
 		r := ranked{m: m, lag: lag}
 		switch {
+		case !learned:
+			r.class = rankLearnedOut
 		case benched:
-			r.class, r.until = 4, m.benchEnd()
+			r.class, r.until = rankBenched, m.benchEnd()
 		case !lagging && hasBlock && !suspect:
-			r.class = 0
+			r.class = rankCurrent
 		case !lagging && hasBlock:
 			// Slow but current: better than a node that lacks the block.
-			r.class = 1
+			r.class = rankSuspect
 		case hasBlock && req.Block.Kind == portico.BlockNumber:
-			r.class = 2
+			r.class = rankLagging
 		default:
-			r.class = 3
+			r.class = rankLacking
+		}
+		if r.class <= rankLagging && !m.reach.room(now) {
+			r.class = rankBusy
 		}
 		rs = append(rs, r)
 	}
@@ -427,9 +640,9 @@ func (p *Pool) order(req Request) []*member {
 			return a.class < b.class
 		}
 		switch a.class {
-		case 2, 3:
+		case rankLagging, rankLacking:
 			return a.lag < b.lag
-		case 4:
+		case rankBenched:
 			return a.until.Before(b.until)
 		}
 		return false // configured order
@@ -438,7 +651,7 @@ func (p *Pool) order(req Request) []*member {
 	for i, r := range rs {
 		out[i] = r.m
 	}
-	return out
+	return out, keptOut
 }
 
 func (m *member) benchEnd() time.Time {

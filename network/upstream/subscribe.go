@@ -232,7 +232,7 @@ func (p *Pool) CanSubscribe() bool {
 // the node is gone.
 func (p *Pool) Subscribe(ctx context.Context, req SubRequest, notify func(string, jsontext.Value), ended func(error)) (cancel func(), node string, err error) {
 	var last error
-	order := p.order(Request{Method: req.Method})
+	order, _ := p.order(Request{Method: req.Method})
 	if req.Avoid != "" {
 		// The node to avoid goes last: still there when it is the only one.
 		slices.SortStableFunc(order, func(a, b *member) int {
