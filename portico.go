@@ -8,6 +8,7 @@ package portico
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -202,6 +203,43 @@ const (
 	BlockHash
 )
 
+// Knows reports whether name is a method of the table (a row, a rule, a
+// default or optional method, a costed or write method), or a namespace
+// ("debug_") some of its methods are in: what a node's config may say it
+// serves or lacks.
+func (t Table) Knows(name string) bool {
+	match := func(m string) bool {
+		if strings.HasSuffix(name, "_") {
+			return strings.HasPrefix(m, name)
+		}
+		return m == name
+	}
+	for _, rows := range [][]Method{t.Methods, t.Known} {
+		for _, r := range rows {
+			if match(r.Name) {
+				return true
+			}
+		}
+	}
+	lists := [][]string{t.DefaultAllow, t.Writes}
+	for _, group := range t.Optional {
+		lists = append(lists, group)
+	}
+	for _, list := range lists {
+		for _, m := range list {
+			if match(m) {
+				return true
+			}
+		}
+	}
+	for m := range t.Costs {
+		if match(m) {
+			return true
+		}
+	}
+	return false
+}
+
 // Data says what a method reads at the block it is about, so that the
 // pool sends it only to nodes that keep that (a node's Reach).
 type Data uint8
@@ -243,9 +281,6 @@ type Reach struct {
 	PerSecond float64
 	// Concurrent bounds the calls in flight at the node; 0 means no bound.
 	Concurrent int
-	// MaxLogRange is the widest log query range, in blocks, the node
-	// takes; 0 means no bound of its own.
-	MaxLogRange uint64
 }
 
 // ServesMethod reports whether the node serves method, by Serves and

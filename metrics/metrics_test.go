@@ -19,7 +19,7 @@ func exported(t *testing.T) map[string]string {
 	t.Helper()
 	m := metrics.New()
 	if err := m.WatchNodes(func() map[string][]upstream.NodeState {
-		return map[string][]upstream.NodeState{"evm": {{Name: "a", Heads: portico.Heads{Latest: 9}, P50: time.Millisecond}}}
+		return map[string][]upstream.NodeState{"evm": {{Name: "a", Heads: portico.Heads{Latest: 9}, P50: time.Millisecond, Answers: map[string]uint64{"result": 1}}}}
 	}); err != nil {
 		t.Fatal(err)
 	}

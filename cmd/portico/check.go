@@ -63,9 +63,20 @@ func checkConfig(cfg *config.Config) error {
 		if _, err := gateway.NewMethods(fam.Table(embedded), gateway.MethodsConfig{Allow: n.Methods, Enable: n.Enable, Costs: n.Costs, DefaultCost: n.DefaultCost, NotificationCosts: n.NotificationCosts}); err != nil {
 			return fmt.Errorf("%s.%v", field, err)
 		}
+		table := fam.Table(embedded)
 		for j, u := range n.Upstreams {
 			if _, err := url.Parse(u.URL); err != nil {
 				return fmt.Errorf("%s.upstreams[%d].url: not a URL (%s)", field, j, upstream.Redact(u.URL))
+			}
+			for _, l := range []struct {
+				name string
+				list []string
+			}{{"methods", u.Methods}, {"lacks", u.Lacks}} {
+				for k, m := range l.list {
+					if !table.Knows(m) {
+						return fmt.Errorf("%s.upstreams[%d].%s[%d]: %q is not a method or namespace of the %s family", field, j, l.name, k, m, n.Family)
+					}
+				}
 			}
 		}
 		if embedded {

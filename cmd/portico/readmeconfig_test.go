@@ -32,7 +32,7 @@ func yamlBlocks(doc string) []string {
 func checkConfigFile(t *testing.T, repo, config string) {
 	t.Helper()
 	root := t.TempDir()
-	for _, m := range regexp.MustCompile(`testdata/\S+`).FindAllString(config, -1) {
+	for _, m := range regexp.MustCompile(`[\w/]*testdata/\S+`).FindAllString(config, -1) {
 		b, err := os.ReadFile(filepath.Join(repo, m))
 		if err != nil {
 			t.Fatalf("the config names %s: %v", m, err)

@@ -423,7 +423,7 @@ func (m *Main) network(ctx context.Context, n *config.Network, meter network.Met
 		if name == "" {
 			name = upstream.Redact(u.URL)
 		}
-		member := upstream.Member{Name: name, Node: node}
+		member := upstream.Member{Name: name, Node: node, Reach: u.Reach()}
 		if u.WSURL != "" {
 			ws := upstream.NewWebSocket(u.WSURL, m.nodeOptions())
 			res.closers = append(res.closers, ws)

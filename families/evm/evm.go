@@ -42,7 +42,7 @@ const MaxStorageKeys = 1024
 
 // Table returns the EVM family's method table.
 func Table() portico.Table {
-	return portico.Table{
+	return withNodes(portico.Table{
 		Family: Family,
 		Methods: []portico.Method{
 			{
@@ -72,7 +72,7 @@ func Table() portico.Table {
 		DefaultAllow: defaultAllow(),
 		Optional:     optional(),
 		KeyForm:      portico.KeyHexFold,
-	}
+	})
 }
 
 var blockTags = []string{"latest", "earliest", "pending", "safe", "finalized"}

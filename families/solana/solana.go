@@ -61,7 +61,7 @@ func TableFor(o Options) portico.Table {
 	if o.NodeServesProcessed {
 		params = func(raw jsontext.Value) (portico.Params, error) { return getBlockParams(raw, true) }
 	}
-	return portico.Table{
+	return withNodes(portico.Table{
 		Family: Family,
 		Methods: append([]portico.Method{{
 			Name:   "getBlock",
@@ -90,7 +90,7 @@ func TableFor(o Options) portico.Table {
 			"getTransactionCount", "getVersion", "getVoteAccounts", "isBlockhashValid", "minimumLedgerSlot",
 			"requestAirdrop", "sendTransaction", "simulateTransaction",
 		},
-	}
+	})
 }
 
 // Allowed values of getBlock's config.

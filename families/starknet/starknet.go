@@ -97,7 +97,7 @@ var (
 
 // Table returns the rollup family's method table.
 func Table() portico.Table {
-	return portico.Table{
+	return withNodes(portico.Table{
 		Family: Family,
 		Methods: []portico.Method{
 			{
@@ -154,7 +154,7 @@ func Table() portico.Table {
 			// Executables API.
 			"starknet_getCompiledCasm",
 		},
-	}
+	})
 }
 
 var (

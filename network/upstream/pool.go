@@ -65,13 +65,9 @@ type PoolConfig struct {
 	// Now is the clock of health and suspicion (not of timeouts); nil means
 	// time.Now.
 	Now func() time.Time
-	// Answers classifies the nodes' error answers (NewClassifier of the
-	// family's rules); nil means the hosted providers' rules alone.
+	// Answers classifies the nodes' error answers; nil means
+	// NewClassifier of Chain.Answers.
 	Answers *Classifier
-	// OnAnswer, when set, is told the class of every answer a node gave
-	// (see Keeps: "result", the portico.Answer names, "failed"). It runs
-	// on the caller's goroutine and must be quick.
-	OnAnswer func(node, class string)
 }
 
 // Hedge configures hedged reads: a read that has no answer after a delay
@@ -152,7 +148,6 @@ type Pool struct {
 	observe func(node string, took time.Duration, failed bool)
 	tracer  trace.Tracer
 	answers *Classifier
-	onClass func(node, class string)
 
 	view    *chainview.View // the served chain, by hash
 	kick    chan struct{}   // a node's heads changed: follow now
@@ -175,10 +170,10 @@ func NewPool(cfg PoolConfig) *Pool {
 		network: cfg.Network, timeout: cfg.Timeout, attempt: cfg.AttemptTimeout, chain: cfg.Chain,
 		chainID: cfg.ChainID, poll: cfg.PollInterval, maxLag: cfg.MaxLag, hedge: cfg.Hedge,
 		log: cfg.Logger, now: cfg.Now, observe: cfg.OnAttempt, tracer: cfg.Tracer,
-		answers: cfg.Answers, onClass: cfg.OnAnswer,
+		answers: cfg.Answers,
 	}
 	if p.answers == nil {
-		p.answers = NewClassifier(nil)
+		p.answers = NewClassifier(p.chain.Answers)
 	}
 	depth := cfg.ViewDepth
 	if depth <= 0 {
@@ -429,9 +424,6 @@ func (p *Pool) classOf(err error) int {
 func (c *poolCall) settle(caller context.Context, a attempt) (res jsontext.Value, err error, done bool) {
 	p, now := c.p, c.p.now()
 	a.m.reach.count(a.class)
-	if p.onClass != nil {
-		p.onClass(a.m.Name, answerName(a.class))
-	}
 	if isLimit(a.err) {
 		// Ours, not the node's: its health is untouched.
 		return nil, a.err, true
