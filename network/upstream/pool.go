@@ -434,6 +434,9 @@ func (c *poolCall) settle(caller context.Context, a attempt) (res jsontext.Value
 			c.slow.overtaken(c.slowSent, now)
 		}
 		a.m.ok(a.took, a.m != c.slow, a.faults)
+		if a.class == answerResult && c.req.Data == portico.DataState {
+			a.m.reach.learnHas(targetOf(c.req), a.m.head(p), now)
+		}
 		if c.req.Repinned != nil {
 			*c.req.Repinned = a.repinned
 		}
@@ -453,12 +456,7 @@ func (c *poolCall) settle(caller context.Context, a attempt) (res jsontext.Value
 	case int(portico.AnswerMissing):
 		// Not a fault: the node answered, about data it does not keep.
 		a.m.ok(a.took, true, a.faults)
-		h, at, _ := a.m.chainState()
-		head := h.Latest
-		if at.IsZero() {
-			head = p.Heads().Latest
-		}
-		a.m.reach.learnMissing(targetOf(c.req), head, rpcErr.Code == jsonrpc.CodeMethodNotFound, now)
+		a.m.reach.learnMissing(targetOf(c.req), a.m.head(p), rpcErr.Code == jsonrpc.CodeMethodNotFound, now)
 		c.lastMissing = rpcErr
 	case int(portico.AnswerLimited):
 		// Not a fault either: the node is left alone as it asked.
@@ -644,6 +642,16 @@ func (p *Pool) order(req Request) (_ []*member, keptOut bool) {
 		out[i] = r.m
 	}
 	return out, keptOut
+}
+
+// head is the node's newest block as last read, or the network's when it
+// was never read.
+func (m *member) head(p *Pool) uint64 {
+	h, at, _ := m.chainState()
+	if at.IsZero() {
+		return p.Heads().Latest
+	}
+	return h.Latest
 }
 
 func (m *member) benchEnd() time.Time {

@@ -29,6 +29,7 @@ type reach struct {
 	mu           sync.Mutex
 	stateDepth   uint64    // learned: lacks state this many blocks below its head, and deeper
 	stateUntil   time.Time // when that is forgotten
+	okDepth      uint64    // the deepest state it answered for, while stateDepth holds
 	firstBlock   uint64    // learned: lacks blocks below this one
 	firstUntil   time.Time
 	lacks        map[string]time.Time // learned: methods it does not serve, until
@@ -54,6 +55,12 @@ func answerName(i int) string {
 	}
 	return portico.Answer(i).String()
 }
+
+// minLearnedDepth is the least state depth a node is learned to keep:
+// every node software keeps at least this many blocks of state (geth and
+// nethermind 128, reth and erigon far more), so a miss deep down does not
+// send the reads of the newest blocks elsewhere.
+const minLearnedDepth = 8
 
 // maxLearnedMethods bounds the methods a node is remembered to lack.
 const maxLearnedMethods = 256
@@ -133,9 +140,11 @@ func (r *reach) keeps(t target, head uint64, now time.Time) (configured, learned
 
 // learnMissing records the node's answer that it lacks what t reads,
 // with its head at head: a method it does not serve (lacksMethod), the
-// state at that depth and deeper, or the blocks up to t's. A node
-// configured as an archive is not learned to lack state: its answer is
-// taken as being about that call alone.
+// blocks up to t's, or state: a node that lacks the state d blocks deep
+// is taken to lack all state deeper than the deepest it answered for
+// (learnHas), so that a run of old reads asks it once, not once per block
+// nearer the head. A node configured as an archive is not learned to lack
+// state: its answer is taken as being about that call alone.
 func (r *reach) learnMissing(t target, head uint64, lacksMethod bool, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -159,7 +168,10 @@ func (r *reach) learnMissing(t target, head uint64, lacksMethod bool, now time.T
 	case t.data == portico.DataState && !r.cfg.Archive && head > t.number:
 		// A block at the head may be one the node has not yet got: only
 		// depth is learned.
-		depth := head - t.number
+		if !now.Before(r.stateUntil) {
+			r.okDepth = 0
+		}
+		depth := min(head-t.number, max(r.okDepth+1, minLearnedDepth))
 		if r.stateDepth == 0 || depth < r.stateDepth || !now.Before(r.stateUntil) {
 			r.stateDepth = depth
 		}
@@ -169,6 +181,24 @@ func (r *reach) learnMissing(t target, head uint64, lacksMethod bool, now time.T
 			r.firstBlock = t.number + 1
 		}
 		r.firstUntil = now.Add(learnFor)
+	}
+}
+
+// learnHas records that the node answered a read of what t reads with
+// its head at head: it keeps state that deep.
+func (r *reach) learnHas(t target, head uint64, now time.Time) {
+	if t.data != portico.DataState || !t.known || head < t.number {
+		return
+	}
+	depth := head - t.number
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !now.Before(r.stateUntil) {
+		return // nothing learned to correct
+	}
+	r.okDepth = max(r.okDepth, depth)
+	if r.stateDepth <= depth {
+		r.stateDepth = depth + 1
 	}
 }
 
