@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -224,4 +225,93 @@ func TestConfigCheckReach(t *testing.T) {
 	if err := checkConfig(&cfg); err != nil {
 		t.Errorf("a good reach refused: %v", err)
 	}
+}
+
+// slotFront is a slot-chain node in front of a real one that no longer
+// has the blocks of slots below below: it answers getBlock for them with
+// agave's words (code and message as rpc_custom_error.rs writes them).
+type slotFront struct {
+	node  string
+	below uint64
+	old   uint64 // calls about slots below it are counted
+	code  int
+	words string // with %d for the slot (and the first available one)
+	calls atomic.Int64
+	srv   *httptest.Server
+}
+
+func newSlotFront(t *testing.T, f *slotFront) *slotFront {
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			ID     json.RawMessage   `json:"id"`
+			Method string            `json:"method"`
+			Params []json.RawMessage `json:"params"`
+		}
+		var slot uint64
+		if json.Unmarshal(body, &req) == nil && req.Method == "getBlock" && len(req.Params) > 0 && json.Unmarshal(req.Params[0], &slot) == nil && slot < f.old {
+			f.calls.Add(1) // a client's call about an old slot, not head tracking's
+			if slot < f.below {
+				w.Header().Set("Content-Type", "application/json")
+				msg := strings.ReplaceAll(fmt.Sprintf(f.words, slot), "%!d(MISSING)", strconv.FormatUint(f.below, 10))
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`, req.ID, f.code, msg)
+				return
+			}
+		}
+		resp, err := http.Post(f.node, "application/json", bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", "application/json")
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// TestSlotFleet: on the slot chain, a node that cleaned up old slots and
+// one that says they were skipped (agave's -32001 and -32007) before one
+// that has them: getBlock of an old slot is answered as the node with
+// the slot answers it.
+func TestSlotFleet(t *testing.T) {
+	cfg := config.DefaultConfig()
+	cfg.Networks = []config.Network{{Name: "solana-devnet", Family: "solana"}}
+	node := start(t, cfg).m.Devnets["solana-devnet"].HTTPURL()
+	var slots []uint64
+	deadline := time.Now().Add(time.Minute)
+	for len(slots) < 12 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		json.Unmarshal(nodeRPC(t, node, "getBlocks", 0), &slots)
+	}
+	if len(slots) < 12 {
+		t.Fatalf("the devnet made %d blocks in a minute", len(slots))
+	}
+	below := slots[len(slots)-1] + 1
+	cleaned := newSlotFront(t, &slotFront{node: node, below: below, old: below, code: -32001,
+		words: "Block %d cleaned up, does not exist on node. First available block: %d"})
+	skipped := newSlotFront(t, &slotFront{node: node, below: below, old: below, code: -32007,
+		words: "Slot %d was skipped, or missing due to ledger jump to recent snapshot"})
+	full := newSlotFront(t, &slotFront{node: node, old: below})
+	fleet := config.DefaultConfig()
+	fleet.Keys = []config.Key{{Name: "k", Key: "slotfleet0123456789abcdef0123456", DailyCredits: 1e12}}
+	fleet.Networks = []config.Network{{Name: "solana", Family: "solana", Hedge: config.Hedge{Disabled: true}, Upstreams: []config.Upstream{
+		{Name: "cleaned", URL: cleaned.srv.URL}, {Name: "skipped", URL: skipped.srv.URL}, {Name: "full", URL: full.srv.URL}}}}
+	url := start(t, fleet).url(t, "solana")
+	for _, slot := range slots[1:8] {
+		opts := map[string]any{"encoding": "json", "maxSupportedTransactionVersion": 0, "commitment": "confirmed", "rewards": false}
+		got, rpcErr, _ := gatewayCall(t, url, "getBlock", []any{slot, opts})
+		if rpcErr != nil {
+			t.Fatalf("getBlock %d: %d %s", slot, rpcErr.Code, rpcErr.Message)
+		}
+		if want := nodeRPC(t, node, "getBlock", slot, opts); !bytes.Equal(got, want) {
+			t.Errorf("getBlock %d: the gateway answered %.300s, the node %.300s", slot, got, want)
+		}
+	}
+	if full.calls.Load() != 7 || cleaned.calls.Load() != 1 || skipped.calls.Load() != 1 {
+		t.Errorf("getBlock calls: the node with the slots %d of 7, the others %d and %d; want each asked once, then learned",
+			full.calls.Load(), cleaned.calls.Load(), skipped.calls.Load())
+	}
+	t.Logf("node calls: cleaned %d, skipped %d, full %d", cleaned.calls.Load(), skipped.calls.Load(), full.calls.Load())
 }

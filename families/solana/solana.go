@@ -110,11 +110,11 @@ func GetBlockParams(raw jsontext.Value) (portico.Params, error) {
 }
 
 func getBlockParams(raw jsontext.Value, passProcessed bool) (portico.Params, error) {
-	send, commitment, err := getBlockSend(raw, passProcessed)
+	send, slot, commitment, err := getBlockSend(raw, passProcessed)
 	if err != nil {
 		return portico.Params{}, err
 	}
-	out := portico.Params{Send: send}
+	out := portico.Params{Send: send, Block: portico.Block{Kind: portico.BlockNumber, Number: slot}}
 	if commitment == "" || commitment == "finalized" {
 		out.Cache = portico.Immutable
 	}
@@ -123,57 +123,58 @@ func getBlockParams(raw jsontext.Value, passProcessed bool) (portico.Params, err
 
 // getBlockSend checks the params and returns those to send and the
 // commitment asked for ("" when none).
-func getBlockSend(raw jsontext.Value, passProcessed bool) (_ jsontext.Value, commitment string, _ error) {
+func getBlockSend(raw jsontext.Value, passProcessed bool) (_ jsontext.Value, slot uint64, commitment string, _ error) {
 	p, err := rpcparams.Positional(raw, 1, "slot", "config")
 	if err != nil {
-		return nil, "", err
+		return nil, 0, "", err
 	}
-	if _, err := rpcparams.Uint(p[0], 1, "slot", rpcparams.MaxUint64); err != nil {
-		return nil, "", err
+	slot, err = rpcparams.Uint(p[0], 1, "slot", rpcparams.MaxUint64)
+	if err != nil {
+		return nil, 0, "", err
 	}
 	if len(p) == 1 || p[1].Kind() == 'n' {
-		return appendParams(p[0], `{"rewards":false}`), "", nil
+		return appendParams(p[0], `{"rewards":false}`), slot, "", nil
 	}
 	if p[1].Kind() == '"' {
 		enc, err := rpcparams.Enum(p[1], 2, "config", bareEncodings...)
 		if err != nil {
-			return nil, "", rpcparams.Errorf(2, "config", "want an object or an encoding (json, jsonParsed, base58, base64), got %s", rpcparams.Describe(p[1]))
+			return nil, 0, "", rpcparams.Errorf(2, "config", "want an object or an encoding (json, jsonParsed, base58, base64), got %s", rpcparams.Describe(p[1]))
 		}
-		return appendParams(p[0], `{"encoding":`+strconv.Quote(enc)+`,"rewards":false}`), "", nil
+		return appendParams(p[0], `{"encoding":`+strconv.Quote(enc)+`,"rewards":false}`), slot, "", nil
 	}
 	cfg, err := rpcparams.Object(p[1], 2, "config", configFields...)
 	if err != nil {
-		return nil, "", err
+		return nil, 0, "", err
 	}
 	if v, ok := cfg["encoding"]; ok {
 		if _, err := rpcparams.Enum(v, 2, "config.encoding", encodings...); err != nil {
-			return nil, "", err
+			return nil, 0, "", err
 		}
 	}
 	if v, ok := cfg["transactionDetails"]; ok {
 		if _, err := rpcparams.Enum(v, 2, "config.transactionDetails", transactionDetails...); err != nil {
-			return nil, "", err
+			return nil, 0, "", err
 		}
 	}
 	if v, ok := cfg["rewards"]; ok {
 		if _, err := rpcparams.Bool(v, 2, "config.rewards"); err != nil {
-			return nil, "", err
+			return nil, 0, "", err
 		}
 	}
 	if v, ok := cfg["commitment"]; ok {
 		if commitment, err = rpcparams.Enum(v, 2, "config.commitment", commitments...); err != nil {
-			return nil, "", err
+			return nil, 0, "", err
 		}
 	}
 	if v, ok := cfg["maxSupportedTransactionVersion"]; ok {
 		if _, err := rpcparams.Uint(v, 2, "config.maxSupportedTransactionVersion", 255); err != nil {
-			return nil, "", err
+			return nil, 0, "", err
 		}
 	}
 	_, hasRewards := cfg["rewards"]
 	rewrite := commitment == "processed" && !passProcessed
 	if hasRewards && !rewrite {
-		return raw, commitment, nil // nothing to change: forward the caller's bytes
+		return raw, slot, commitment, nil // nothing to change: forward the caller's bytes
 	}
 	// Rebuild the config in a fixed order with the seed's rules applied.
 	var b bytes.Buffer
@@ -197,7 +198,7 @@ func getBlockSend(raw jsontext.Value, passProcessed bool) (_ jsontext.Value, com
 		b.Write(v)
 	}
 	b.WriteByte('}')
-	return appendParams(p[0], b.String()), commitment, nil
+	return appendParams(p[0], b.String()), slot, commitment, nil
 }
 
 func appendParams(slot jsontext.Value, config string) jsontext.Value {

@@ -434,7 +434,7 @@ func (c *poolCall) settle(caller context.Context, a attempt) (res jsontext.Value
 			c.slow.overtaken(c.slowSent, now)
 		}
 		a.m.ok(a.took, a.m != c.slow, a.faults)
-		if a.class == answerResult && c.req.Data == portico.DataState {
+		if a.class == answerResult && c.req.Data != portico.DataAny {
 			a.m.reach.learnHas(targetOf(c.req), a.m.head(p), now)
 		}
 		if c.req.Repinned != nil {

@@ -32,6 +32,7 @@ type reach struct {
 	okDepth      uint64    // the deepest state it answered for, while stateDepth holds
 	firstBlock   uint64    // learned: lacks blocks below this one
 	firstUntil   time.Time
+	okOldest     uint64 // the oldest block it answered for, while firstBlock holds
 	lacks        map[string]time.Time // learned: methods it does not serve, until
 	limitedUntil time.Time            // its own rate limit said to wait
 	answers      [answerClasses]uint64
@@ -177,22 +178,44 @@ func (r *reach) learnMissing(t target, head uint64, lacksMethod bool, now time.T
 		}
 		r.stateUntil = now.Add(learnFor)
 	case t.data == portico.DataHistory && head > t.number:
-		if t.number+1 > r.firstBlock || !now.Before(r.firstUntil) {
-			r.firstBlock = t.number + 1
+		// As for state: everything older than the oldest block it
+		// answered for (or than its newest few) is taken as gone.
+		if !now.Before(r.firstUntil) {
+			r.okOldest = 0
+		}
+		first := head - min(head, minLearnedDepth)
+		if r.okOldest > 0 {
+			first = min(first, r.okOldest)
+		}
+		first = max(first, t.number+1)
+		if first > r.firstBlock || !now.Before(r.firstUntil) {
+			r.firstBlock = first
 		}
 		r.firstUntil = now.Add(learnFor)
 	}
 }
 
 // learnHas records that the node answered a read of what t reads with
-// its head at head: it keeps state that deep.
+// its head at head: it keeps state that deep, or that block.
 func (r *reach) learnHas(t target, head uint64, now time.Time) {
-	if t.data != portico.DataState || !t.known || head < t.number {
+	if !t.known || head < t.number {
 		return
 	}
 	depth := head - t.number
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if t.data == portico.DataHistory {
+		if now.Before(r.firstUntil) {
+			if r.okOldest == 0 || t.number < r.okOldest {
+				r.okOldest = t.number
+			}
+			r.firstBlock = min(r.firstBlock, t.number)
+		}
+		return
+	}
+	if t.data != portico.DataState {
+		return
+	}
 	if !now.Before(r.stateUntil) {
 		return // nothing learned to correct
 	}
