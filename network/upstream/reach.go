@@ -32,7 +32,7 @@ type reach struct {
 	okDepth      uint64    // the deepest state it answered for, while stateDepth holds
 	firstBlock   uint64    // learned: lacks blocks below this one
 	firstUntil   time.Time
-	okOldest     uint64 // the oldest block it answered for, while firstBlock holds
+	okOldest     uint64               // the oldest block it answered for, while firstBlock holds
 	lacks        map[string]time.Time // learned: methods it does not serve, until
 	limitedUntil time.Time            // its own rate limit said to wait
 	answers      [answerClasses]uint64
