@@ -76,6 +76,8 @@ func TestErrorsDoc(t *testing.T) {
 		{"log range", &portico.LogRangeError{Err: familyRangeError("block range extends beyond current head block")}, -32602, "200",
 			"block range extends beyond current head block"},
 		{"filter not found", portico.ErrFilterNotFound, -32000, "200", "filter not found"},
+		{"not kept", &portico.MissingError{Network: "mainnet", What: "the state of block 5"}, portico.CodeNotKept, "200",
+			"no node of network mainnet keeps the state of block 5"},
 		{"log filters", &portico.LimitError{Limit: portico.LimitKeyFilters, Max: 256}, portico.CodeTooManySubs, "200", "too many log filters for this API key on this network: limit is 256"},
 		{"internal", errors.New("disk on fire"), jsonrpc.CodeInternalError, "500", "internal error"},
 	}
