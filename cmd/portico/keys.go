@@ -12,6 +12,7 @@ import (
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metering/apikey"
+	"github.com/porticohq/portico/server"
 	"github.com/porticohq/portico/store"
 )
 
@@ -35,7 +36,7 @@ func (f *StoreFlags) open(ctx context.Context) (*store.Store, *config.Config, er
 	if cfg.DataDir == "" && cfg.Store.Postgres == "" {
 		return nil, nil, fmt.Errorf("no store: pass --data-dir (or a config with data_dir or store.postgres)")
 	}
-	s, err := openStore(ctx, &cfg)
+	s, err := server.OpenStore(ctx, &cfg)
 	return s, &cfg, err
 }
 
