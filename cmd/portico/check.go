@@ -32,4 +32,3 @@ func (c *ConfigCheckCmd) Run(s *Streams) error {
 	_, err := fmt.Fprintln(s.Out, "ok")
 	return err
 }
-
