@@ -44,6 +44,29 @@ func OpenStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
 	return store.OpenSQLite(ctx, filepath.Join(cfg.DataDir, "portico.db"))
 }
 
+// OpenKeyStore opens the key store of the portico serve that a config file
+// (configPath; "" for the defaults) and a data directory (dataDir; "" for
+// the config's) describe, for the commands that manage keys offline. It
+// returns the config too; a serve without a data directory or PostgreSQL
+// keeps its keys in memory, where no other process reaches them.
+func OpenKeyStore(ctx context.Context, configPath, dataDir string) (*store.Store, *config.Config, error) {
+	cfg := config.DefaultConfig()
+	if configPath != "" {
+		var err error
+		if cfg, err = config.Load(configPath); err != nil {
+			return nil, nil, err
+		}
+	}
+	if dataDir != "" {
+		cfg.DataDir = dataDir
+	}
+	if cfg.DataDir == "" && cfg.Store.Postgres == "" {
+		return nil, nil, fmt.Errorf("no store: pass --data-dir (or a config with data_dir or store.postgres)")
+	}
+	s, err := OpenStore(ctx, &cfg)
+	return s, &cfg, err
+}
+
 // ImportKeys puts the config's keys into the store, or, when the config has
 // none, returns the dev key (see devKey; "" when there is none).
 func ImportKeys(ctx context.Context, cfg *config.Config, s *store.Store) (string, error) {
