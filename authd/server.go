@@ -4,9 +4,10 @@
 // front page and a health check.
 //
 // New takes everything from its Config and starts what must run (the key
-// nodes, the session sweeper); Close stops it all. Where the server listens
-// is its caller's business: cmd/portico serves the handler for both
-// `portico auth serve` and `portico serve`.
+// nodes, the session sweeper); Close stops it all. Listen serves it on a
+// listener of its own (`portico auth serve`), ListenBesideGateway beside
+// the gateway (`portico serve`), with the development client registered
+// (listen.go).
 //
 // The package links no part of the SDK (package auth): the types both sides
 // put on the wire are in auth/authwire.

@@ -106,6 +106,32 @@ type RulesPatch struct {
 	MaxConcurrent     *int
 	RequestsPerSecond *int
 	Logs              *portico.LogLimits
+	// LogBounds changes some of the key's own log bounds, applied after
+	// Logs: each bound it gives replaces the key's, the others stay.
+	LogBounds *LogBoundsPatch
+}
+
+// LogBoundsPatch changes some of a key's own log bounds; nil fields stay
+// as they are, and 0 sets a bound back to the network's.
+type LogBoundsPatch struct {
+	MaxBlockRange *uint64
+	MaxAddresses  *int
+	MaxTopics     *int
+	MaxLogs       *int
+}
+
+// apply returns l with the bounds p gives replaced; l may be nil (no
+// bounds of the key's own).
+func (p *LogBoundsPatch) apply(l *portico.LogLimits) *portico.LogLimits {
+	var out portico.LogLimits
+	if l != nil {
+		out = *l
+	}
+	set(&out.MaxBlockRange, p.MaxBlockRange)
+	set(&out.MaxAddresses, p.MaxAddresses)
+	set(&out.MaxTopics, p.MaxTopics)
+	set(&out.MaxLogs, p.MaxLogs)
+	return &out
 }
 
 func (p RulesPatch) empty() bool { return p == RulesPatch{} }
@@ -121,6 +147,9 @@ func (p RulesPatch) apply(r *Rules) {
 	if p.Logs != nil {
 		l := *p.Logs
 		r.Logs = &l
+	}
+	if p.LogBounds != nil {
+		r.Logs = p.LogBounds.apply(r.Logs)
 	}
 }
 

@@ -131,3 +131,41 @@ func mustRules(t *testing.T, s *store.Store, name string) *apikey.Rules {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestLogBounds: a patch of some log bounds changes those and keeps the
+// others, on a key with bounds of its own or none; 0 sets one back to the
+// network's; an unknown key is not found.
+func TestLogBounds(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			ctx := context.Background()
+			if _, _, err := s.Create(ctx, store.KeySpec{Name: "logs", DailyCredits: 10,
+				Rules: store.Rules{Logs: &portico.LogLimits{MaxBlockRange: 500, MaxTopics: 2}}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.Create(ctx, store.KeySpec{Name: "bare", DailyCredits: 10}); err != nil {
+				t.Fatal(err)
+			}
+			addrs, zero := 7, uint64(0)
+			k, err := s.Update(ctx, "logs", store.Patch{Rules: store.RulesPatch{LogBounds: &store.LogBoundsPatch{MaxAddresses: &addrs, MaxBlockRange: &zero}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := (portico.LogLimits{MaxAddresses: 7, MaxTopics: 2}); k.Rules.Logs == nil || *k.Rules.Logs != want {
+				t.Fatalf("logs: %+v, want %+v", k.Rules.Logs, want)
+			}
+			if got, _ := s.Get(ctx, "logs"); *got.Rules.Logs != *k.Rules.Logs {
+				t.Fatalf("read back %+v", got.Rules.Logs)
+			}
+			logs := 100
+			k, err = s.Update(ctx, "bare", store.Patch{Rules: store.RulesPatch{LogBounds: &store.LogBoundsPatch{MaxLogs: &logs}}})
+			if err != nil || k.Rules.Logs == nil || *k.Rules.Logs != (portico.LogLimits{MaxLogs: 100}) {
+				t.Fatalf("bare: %+v %v", k.Rules.Logs, err)
+			}
+			if _, err := s.Update(ctx, "nobody", store.Patch{Rules: store.RulesPatch{LogBounds: &store.LogBoundsPatch{MaxLogs: &logs}}}); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("unknown key: %v", err)
+			}
+		})
+	}
+}

@@ -30,7 +30,8 @@
 // aqua, celeste, sapphire_devnet, sapphire_mainnet) is its own node set
 // with its own keys. Everything a node needs is in NodeConfig and all
 // node-to-node messages go over HTTP, so nodes run in one process
-// (Embedded) or as separate processes alike.
+// (Embedded) or as separate processes alike (StartProcess, one node of a
+// network file; InitNetwork writes such a file for nodes on one machine).
 //
 // Nodes also keep users' tKey metadata (SetMetadata/GetMetadata): opaque
 // data signed by the user's network key, kept if its version is newer.

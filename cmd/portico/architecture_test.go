@@ -80,6 +80,7 @@ func TestArchitecture(t *testing.T) {
 		return sub
 	}
 	deps := goListDeps(t, "./...")
+	checkWiring(t, module, deps)
 	for _, pkg := range slices.Sorted(func(yield func(string) bool) {
 		for p := range deps {
 			if !yield(p) {
@@ -113,6 +114,45 @@ func TestArchitecture(t *testing.T) {
 			// nothing the product is built from imports it.
 			if matches("internal/...", irel) && !matches("internal/...", rel) && !slices.Contains(tools, rel) {
 				t.Errorf("%s imports %s: only tests and tools (%s) may import internal/", pkg, imp, strings.Join(tools, ", "))
+			}
+		}
+	}
+}
+
+// checkWiring keeps the rule "only cmd/ and server wire": the packages
+// that read the config and know every family (config, families) are
+// imported by the binaries under cmd/ and by server alone, and server,
+// which builds a running Portico from a config, by cmd/ alone. The table
+// allows no other importer either; this says why, apart from its rows.
+func checkWiring(t *testing.T, module string, deps map[string]listedPackage) {
+	t.Helper()
+	wiring := map[string][]string{
+		"config":   {"cmd/...", "server"},
+		"families": {"cmd/...", "server"},
+		"server":   {"cmd/..."},
+	}
+	in := func(pattern, pkg string) bool {
+		if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+			return pkg == base || strings.HasPrefix(pkg, base+"/")
+		}
+		return pkg == pattern
+	}
+	if _, ok := deps[module+"/server"]; !ok {
+		t.Errorf("%s/server is not listed: the wiring rule checks nothing", module)
+	}
+	for pkg, lp := range deps {
+		rel, ok := strings.CutPrefix(pkg, module+"/")
+		if !ok {
+			continue
+		}
+		for _, imp := range lp.imports {
+			irel, ok := strings.CutPrefix(imp, module+"/")
+			if !ok {
+				continue
+			}
+			importers, wired := wiring[irel]
+			if wired && !slices.ContainsFunc(importers, func(p string) bool { return in(p, rel) }) {
+				t.Errorf("%s imports %s: only %s wire (docs/architecture.md)", pkg, imp, strings.Join(importers, " and "))
 			}
 		}
 	}

@@ -3,23 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/porticohq/portico/auth"
 	"github.com/porticohq/portico/auth/authwire"
 	"github.com/porticohq/portico/authd"
-	"github.com/porticohq/portico/authd/clients"
 )
 
 // AuthCmd groups the auth system's commands.
@@ -51,7 +43,7 @@ func (c *AuthServeCmd) Run(ctx context.Context, s *Streams) error {
 	if err != nil {
 		return err
 	}
-	a, err := listenAuth(ctx, c.Listen, authd.Config{DataDir: c.DataDir, Postgres: c.Postgres, PublicURL: c.PublicURL,
+	a, err := authd.Listen(ctx, c.Listen, authd.Config{DataDir: c.DataDir, Postgres: c.Postgres, PublicURL: c.PublicURL,
 		Login: login, Networks: c.Networks, DevAnyClient: c.DevAnyClient, DevLogCodes: c.DevLogCodes, ClientIPHeader: c.ClientIPHeader, NodeKeyDir: c.NodeKeyDir}, slog.New(slog.NewTextHandler(s.Err, nil)))
 	if err != nil {
 		return err
@@ -65,104 +57,28 @@ func (c *AuthServeCmd) Run(ctx context.Context, s *Streams) error {
 		base[authwire.Production], base[authwire.Staging], base[authwire.Testing])
 	fmt.Fprintf(s.Out, "portico auth: key networks %s (embedded, 5 nodes, threshold 3)\n", strings.Join(a.Server.Networks(), ", "))
 	fmt.Fprintln(s.Out, "portico auth: the embedded key network is a DEVELOPMENT SETUP: all nodes on one host, one trust domain (docs/auth-keys.md shows nodes on separate hosts)")
-	select {
-	case err := <-a.served:
+	if err := a.Wait(ctx); err != nil {
 		a.Close()
 		return err
-	case <-ctx.Done():
 	}
 	return a.Close()
-}
-
-// authListener serves an auth server on a listener of its own.
-type authListener struct {
-	// Server is the auth server.
-	Server *authd.Server
-	// URL is the listener's http:// URL, without a trailing slash.
-	URL string
-
-	srv    *http.Server
-	served chan error
-	once   sync.Once
-	err    error
-}
-
-// listenAuth listens on addr and serves the auth server built from cfg
-// there; cfg.PublicURL defaults to the listener's URL.
-func listenAuth(ctx context.Context, addr string, cfg authd.Config, log *slog.Logger) (*authListener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	a := &authListener{URL: "http://" + ln.Addr().String(), served: make(chan error, 1)}
-	if cfg.PublicURL == "" {
-		cfg.PublicURL = a.URL
-	}
-	cfg.Logger = log
-	if a.Server, err = authd.New(ctx, cfg); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	a.srv = &http.Server{
-		Handler:           a.Server.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	go func() { a.served <- a.srv.Serve(ln) }()
-	return a, nil
-}
-
-// Close shuts the listener down gracefully, then the auth server.
-func (a *authListener) Close() error {
-	a.once.Do(func() {
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		err := a.srv.Shutdown(shutdownCtx)
-		select {
-		case serr := <-a.served:
-			if !errors.Is(serr, http.ErrServerClosed) && err == nil {
-				err = serr
-			}
-		default:
-		}
-		a.err = errors.Join(err, a.Server.Close())
-	})
-	return a.err
 }
 
 // startServeAuth starts the auth server beside `portico serve` on its own
 // port: c.AuthListen, or 127.0.0.1:8550 (port 0 when the gateway's
 // listener is port 0, as in tests), with its state under dataDir/auth, its
-// node keys beside dataDir (serveNodeKeyDir) and its log through the
-// gateway's logger. Email codes are mailed by the SMTP server of
+// node keys beside dataDir (authd.NodeKeyDirBeside) and its log through
+// the gateway's logger. Email codes are mailed by the SMTP server of
 // c.AuthLoginConfig, or logged with c.AuthDevLogCodes (development only),
 // as with portico auth serve; with neither, email login is off. It prints
 // its lines and returns the server to close.
-func startServeAuth(ctx context.Context, c *ServeCmd, gatewayListen, dataDir string, log *slog.Logger, s *Streams) (*authListener, error) {
-	listen := c.AuthListen
-	if listen == "" {
-		listen = "127.0.0.1:8550"
-		if _, port, err := net.SplitHostPort(gatewayListen); err == nil && port == "0" {
-			listen = "127.0.0.1:0"
-		}
-	}
+func startServeAuth(ctx context.Context, c *ServeCmd, gatewayListen, dataDir string, log *slog.Logger, s *Streams) (*authd.Listener, error) {
 	login, err := authd.LoadLoginFile(c.AuthLoginConfig)
 	if err != nil {
 		return nil, fmt.Errorf("auth server: %w", err)
 	}
-	log = log.With("component", "auth")
-	keyDir, err := serveNodeKeyDir(dataDir, c.AuthNodeKeyDir, log)
-	if err != nil {
-		return nil, fmt.Errorf("auth server: %w", err)
-	}
-	if dataDir != "" {
-		dataDir = filepath.Join(dataDir, "auth")
-	}
-	a, err := listenAuth(ctx, listen, authd.Config{DataDir: dataDir, NodeKeyDir: keyDir, Login: login,
-		Clients: []clients.Client{DevClient()}, DemoClientID: DevClientID, DevLogCodes: c.AuthDevLogCodes}, log)
+	a, err := authd.ListenBesideGateway(ctx, authd.BesideGateway{Listen: c.AuthListen, GatewayListen: gatewayListen,
+		DataDir: dataDir, NodeKeyDir: c.AuthNodeKeyDir, Login: login, DevLogCodes: c.AuthDevLogCodes}, log.With("component", "auth"))
 	if err != nil {
 		return nil, fmt.Errorf("auth server: %w", err)
 	}
@@ -182,50 +98,9 @@ func startServeAuth(ctx context.Context, c *ServeCmd, gatewayListen, dataDir str
 	return a, nil
 }
 
-// serveNodeKeyDir is where `portico serve` keeps the embedded key nodes'
-// key files: keyDir if given, else <dataDir>.node-keys beside the data
-// directory (none without one: the nodes then keep nothing). The keys seal
-// the shares kept under dataDir/auth; apart from them, a copy or backup
-// of the data directory alone opens no share. Before, the default was
-// dataDir/auth.node-keys: keys found there are moved to the new place,
-// so the shares they sealed still open.
-func serveNodeKeyDir(dataDir, keyDir string, log *slog.Logger) (string, error) {
-	if keyDir != "" || dataDir == "" {
-		return keyDir, nil
-	}
-	abs, err := filepath.Abs(dataDir)
-	if err != nil {
-		return "", err
-	}
-	keyDir = abs + ".node-keys"
-	old := filepath.Join(dataDir, "auth.node-keys")
-	if _, err := os.Stat(old); err != nil {
-		return keyDir, nil
-	}
-	switch _, err := os.Stat(keyDir); {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := os.Rename(old, keyDir); err != nil {
-			return "", fmt.Errorf("move the node keys out of the data directory, from %s to %s: %w", old, keyDir, err)
-		}
-		log.Warn("moved the key nodes' key files out of the data directory, so that a copy of it does not carry them", "from", old, "to", keyDir)
-	case err == nil:
-		log.Warn("node keys found at the old place inside the data directory are not used; remove them once the shares open", "old", old, "used", keyDir)
-	default:
-		return "", err
-	}
-	return keyDir, nil
-}
-
 // DevClientID is the client id `portico serve` registers for the SDK's
 // logins from this machine.
-const DevClientID = "portico-dev"
-
-// DevClient is `portico serve`'s development client: the SDK's loopback
-// callbacks (RFC 8252: any port) on this machine, nothing else.
-func DevClient() clients.Client {
-	return clients.Client{ID: DevClientID, Name: "portico serve development client",
-		RedirectURLs: []string{"http://127.0.0.1/callback/", "http://[::1]/callback/", "http://localhost/callback/"}}
-}
+const DevClientID = authd.DevClientID
 
 // AuthMigrateCmd migrates a v6 init config to v7.
 type AuthMigrateCmd struct {

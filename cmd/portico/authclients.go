@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -28,13 +26,7 @@ type authStore struct {
 }
 
 func (s authStore) open(ctx context.Context) (*clients.DB, error) {
-	switch {
-	case s.Postgres != "":
-		return clients.OpenPostgres(ctx, s.Postgres)
-	case s.DataDir != "":
-		return clients.OpenSQLite(ctx, filepath.Join(s.DataDir, authd.DatabaseFile))
-	}
-	return nil, errors.New("give --data-dir or --postgres: where the auth server keeps its state")
+	return authd.OpenClients(ctx, s.DataDir, s.Postgres)
 }
 
 // AuthClientsAddCmd registers a client.

@@ -50,12 +50,3 @@ func TestAuthClientsCommands(t *testing.T) {
 		t.Fatalf("without a store: %v", err)
 	}
 }
-
-// `portico serve` registers the dev client it prints: the SDK logs in
-// with it through the embedded auth server's pages.
-func TestServeDevClientLogsIn(t *testing.T) {
-	c := DevClient()
-	if c.ID != DevClientID || c.Validate() != nil || !(&c).AllowsRedirect("http://127.0.0.1:40123/callback/0a1b") || (&c).AllowsRedirect("https://evil.example/cb") {
-		t.Fatalf("dev client %+v", c)
-	}
-}

@@ -2,22 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
-	"time"
 
-	"github.com/decred/dcrd/dcrec/secp256k1/v4"
-
-	"github.com/porticohq/portico/auth/eccrypto"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keynet"
 )
@@ -43,166 +32,16 @@ type AuthNodeRunCmd struct {
 
 // Run serves the node until ctx ends, then stops it gracefully.
 func (c *AuthNodeRunCmd) Run(ctx context.Context, s *Streams) error {
-	log := slog.New(slog.NewTextHandler(s.Err, nil))
-	file, err := keynet.LoadNetworkFile(c.Config)
+	p, err := keynet.StartProcess(ctx, keynet.ProcessConfig{File: c.Config, Index: c.Index, Listen: c.Listen,
+		DataDir: c.DataDir, Postgres: c.Postgres, KeyFile: c.KeyFile, Logger: slog.New(slog.NewTextHandler(s.Err, nil)),
+		OnNewKey: func(path, pub string) {
+			fmt.Fprintf(s.Out, "portico auth node: made a new node key %s; its public key is %s\n", path, pub)
+		}})
 	if err != nil {
 		return err
 	}
-	self, pos, ok := peerOf(file.Network, c.Index)
-	if !ok {
-		return fmt.Errorf("--index %d: not a node of network %s in %s (indexes 1..%d)", c.Index, file.Network.Name, c.Config, len(file.Network.Nodes))
-	}
-	keyPath, err := c.keyPath()
-	if err != nil {
-		return err
-	}
-	key, created, err := keynet.LoadOrCreateNodeKey(keyPath)
-	if err != nil {
-		return err
-	}
-	pub := keynet.NodePublicKeyHex(key)
-	if created {
-		fmt.Fprintf(s.Out, "portico auth node: made a new node key %s; its public key is %s\n", keyPath, pub)
-	}
-	if !samePublicKey(self.PublicKey, key) {
-		return fmt.Errorf("the key in %s (public key %s) is not network.nodes[%d].publicKey of node %d in %s: put this public key there, or give this node its own key file", keyPath, pub, pos, c.Index, c.Config)
-	}
-
-	store, err := c.openStore(ctx, file.Network.Name)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	node, err := keynet.NewNode(file.NodeConfig(c.Index, key), store, keynet.NodeOptions{Logger: log})
-	if err != nil {
-		return err
-	}
-	defer node.Close()
-
-	listen := c.Listen
-	if listen == "" {
-		if listen, err = hostPort(self.URL); err != nil {
-			return fmt.Errorf("network.nodes[%d].url: %w; give --listen", pos, err)
-		}
-	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return err
-	}
-	if want, err := hostPort(self.URL); err == nil && !samePort(want, ln.Addr().String()) {
-		log.Warn("this node listens on another port than its URL in the network file: the other nodes and clients use the URL",
-			"url", self.URL, "listen", ln.Addr().String())
-	}
-	dkg := time.Duration(file.DKGTimeout)
-	if dkg == 0 {
-		dkg = 30 * time.Second
-	}
-	srv := &http.Server{
-		Handler:           nodeMux(node.Handler()),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		// A first login waits for the key assignment (up to DKGTimeout).
-		WriteTimeout: dkg + 30*time.Second,
-		IdleTimeout:  2 * time.Minute,
-		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	verifiers := make([]string, len(file.Verifiers))
-	for i, v := range file.Verifiers {
-		verifiers[i] = v.Verifier
-	}
-	log.Info("key node serving", "network", file.Network.Name, "node", c.Index, "nodes", len(file.Network.Nodes),
-		"threshold", file.Network.Threshold(), "addr", ln.Addr().String(), "store", store.Backend(), "verifiers", verifiers)
-	fmt.Fprintf(s.Out, "portico auth node %d/%d (network %s) listening on http://%s/\n", c.Index, len(file.Network.Nodes), file.Network.Name, ln.Addr())
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	// The node stops first: key assignments in progress fail at once, so
-	// the requests waiting on them end and the server drains quickly.
-	_ = node.Close()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		_ = srv.Close()
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	log.Info("key node stopped", "network", file.Network.Name, "node", c.Index)
-	return nil
-}
-
-func (c *AuthNodeRunCmd) keyPath() (string, error) {
-	switch {
-	case c.KeyFile != "":
-		return c.KeyFile, nil
-	case c.DataDir != "":
-		return filepath.Join(c.DataDir, keynet.NodeKeyFile), nil
-	}
-	return "", errors.New("a node needs --data-dir (its database and key file) or --postgres with --key-file")
-}
-
-func (c *AuthNodeRunCmd) openStore(ctx context.Context, network string) (*keynet.Store, error) {
-	if c.Postgres != "" {
-		return keynet.OpenPostgres(ctx, c.Postgres)
-	}
-	if c.DataDir == "" {
-		return nil, errors.New("a node needs --data-dir or --postgres: its shares must outlive the process")
-	}
-	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
-	return keynet.OpenSQLite(ctx, filepath.Join(c.DataDir, fmt.Sprintf("%s-node%d.db", network, c.Index)))
-}
-
-// nodeMux serves a health check beside the node's JSON-RPC API (POST, any
-// path).
-func nodeMux(api http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = io.WriteString(w, "ok\n")
-	})
-	mux.Handle("/", api)
-	return mux
-}
-
-// peerOf returns the node with that index and its position in the file.
-func peerOf(nc keynet.NetworkConfig, index int) (keynet.Peer, int, bool) {
-	for i, p := range nc.Nodes {
-		if p.Index == index {
-			return p, i, true
-		}
-	}
-	return keynet.Peer{}, 0, false
-}
-
-// samePublicKey reports whether hexPub (compressed or uncompressed) is
-// key's public key.
-func samePublicKey(hexPub string, key *secp256k1.PrivateKey) bool {
-	pub, err := eccrypto.ParsePublicKeyHex(hexPub)
-	return err == nil && pub.IsEqual(key.PubKey())
-}
-
-// hostPort is the address a URL's server listens on.
-func hostPort(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "", errors.New("not a URL")
-	}
-	if u.Port() == "" {
-		return "", errors.New("no port in the URL (a node behind a proxy)")
-	}
-	return u.Host, nil
-}
-
-func samePort(a, b string) bool {
-	_, pa, err1 := net.SplitHostPort(a)
-	_, pb, err2 := net.SplitHostPort(b)
-	return err1 == nil && err2 == nil && pa == pb
+	fmt.Fprintf(s.Out, "portico auth node %d/%d (network %s) listening on http://%s/\n", c.Index, len(p.File.Network.Nodes), p.File.Network.Name, p.Addr)
+	return p.Wait(ctx)
 }
 
 // AuthNodeInitCmd writes a network of N nodes on this machine.
@@ -229,12 +68,6 @@ type AuthNodeInitCmd struct {
 
 // Run writes the keys and the network file and prints the start commands.
 func (c *AuthNodeInitCmd) Run(s *Streams) error {
-	if c.Nodes < 1 || c.Nodes > 64 {
-		return errors.New("--nodes: want 1 to 64")
-	}
-	if len(c.URL) > 0 && len(c.URL) != c.Nodes {
-		return fmt.Errorf("--url: %d given, want one per node (%d)", len(c.URL), c.Nodes)
-	}
 	v := idtoken.Config{Verifier: c.Verifier, TypeOfLogin: "jwt", JWKSURL: c.JWKSURL, Issuer: c.Issuer, Audience: c.Audience,
 		DiscoveryURL: c.DiscoveryURL, ClientID: c.ClientID, Leeway: c.Leeway, VerifierIDField: c.VerifierIDField}
 	if c.DiscoveryURL != "" {
@@ -251,66 +84,17 @@ func (c *AuthNodeInitCmd) Run(s *Streams) error {
 		f := false
 		v.IsVerifierIDCaseSensitive = &f
 	}
-	if v.JWKSURL == "" && v.PEM == "" && v.DiscoveryURL == "" {
-		return errors.New("the nodes need a verifier: give --jwks-url or --pem-file with --issuer and --audience, or --discovery-url with --client-id")
-	}
-	netPath := filepath.Join(c.Dir, "network.json")
-	if _, err := os.Stat(netPath); err == nil && !c.Force {
-		return fmt.Errorf("%s exists; give --force to overwrite it", netPath)
-	}
-	file := keynet.NetworkFile{Network: keynet.NetworkConfig{Name: c.Network}, Verifiers: []idtoken.Config{v}}
-	for i := 1; i <= c.Nodes; i++ {
-		key, _, err := keynet.LoadOrCreateNodeKey(filepath.Join(c.Dir, "node"+strconv.Itoa(i), keynet.NodeKeyFile))
-		if err != nil {
-			return err
-		}
-		u := fmt.Sprintf("http://%s/", net.JoinHostPort(c.Host, strconv.Itoa(c.BasePort+i-1)))
-		if len(c.URL) > 0 {
-			u = c.URL[i-1]
-		}
-		file.Network.Nodes = append(file.Network.Nodes, keynet.Peer{Index: i, URL: u, PublicKey: keynet.NodePublicKeyHex(key)})
-	}
-	if err := file.Validate(); err != nil {
-		return err
-	}
-	b, err := file.Marshal()
+	file, netPath, err := keynet.InitNetwork(keynet.InitConfig{Nodes: c.Nodes, Dir: c.Dir, Network: c.Network,
+		Host: c.Host, BasePort: c.BasePort, URLs: c.URL, Force: c.Force, Verifier: v})
 	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(netPath, b, 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(s.Out, "wrote %s: network %s, %d nodes, threshold %d\n", netPath, c.Network, c.Nodes, file.Network.Threshold())
 	fmt.Fprintln(s.Out, "start each node in its own terminal (or with &):")
 	for i := 1; i <= c.Nodes; i++ {
-		fmt.Fprintf(s.Out, "  portico auth node --config %s --index %d --data-dir %s\n", netPath, i, filepath.Join(c.Dir, "node"+strconv.Itoa(i)))
+		fmt.Fprintf(s.Out, "  portico auth node --config %s --index %d --data-dir %s\n", netPath, i, keynet.InitNodeDir(c.Dir, i))
 	}
 	return nil
-}
-
-// writeFileAtomic replaces path with data through a temporary file.
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".network-*.json")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(mode)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-	}
-	return err
 }
 
 // AuthNodeKeyCmd prints a node's public key.

@@ -243,7 +243,7 @@ func TestAuthNodeProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 5; i++ {
-		if want, _ := hostPort(file.Network.Nodes[i-1].URL); procs[i].addr != want {
+		if want, _ := keynet.HostPort(file.Network.Nodes[i-1].URL); procs[i].addr != want {
 			t.Fatalf("node %d listens on %s, its URL is %s", i, procs[i].addr, file.Network.Nodes[i-1].URL)
 		}
 	}

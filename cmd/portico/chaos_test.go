@@ -288,7 +288,7 @@ func TestChaos(t *testing.T) {
 			}
 		}
 		t.Logf("logs:\n%s", strings.Join(keep[:min(len(keep), 80)], "\n"))
-		t.Logf("nodes: %+v", s.m.pool("evm").Nodes())
+		t.Logf("nodes: %+v", s.m.Pool("evm").Nodes())
 	}
 
 	nodes = nodesOf(t, s, "evm")
@@ -310,7 +310,7 @@ type nodeView struct {
 // nodesOf reads a network's node states from the pool.
 func nodesOf(t *testing.T, s *started, network string) []nodeView {
 	t.Helper()
-	p := s.m.pool(network)
+	p := s.m.Pool(network)
 	if p == nil {
 		t.Fatalf("no pool for %s", network)
 	}
@@ -387,9 +387,9 @@ func TestReorgDropsCache(t *testing.T) {
 	}
 	mine(3, 100)
 	deadline := time.Now().Add(10 * time.Second)
-	for s.m.pool("evm").Heads().Latest != 73 {
+	for s.m.Pool("evm").Heads().Latest != 73 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the tracker never saw block 73: %+v", s.m.pool("evm").Heads())
+			t.Fatalf("the tracker never saw block 73: %+v", s.m.Pool("evm").Heads())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -205,7 +205,7 @@ func TestDashboardEndToEnd(t *testing.T) {
 	// of their own with the count the gateway keeps; no more calls are
 	// made until it is read.
 	for _, n := range []string{"evm-devnet", "solana-devnet"} {
-		want := fmtInt(int64(s.m.view(n).fromHeads.Load()))
+		want := fmtInt(int64(s.m.FromHeads(n)))
 		run("calls answered from heads, "+n, waitJS(fmt.Sprintf(`(() => {
 			const c = document.querySelector('#networks [data-network=%q] tr.from-heads td.calls');
 			if (c && c.textContent === %q) return true;

@@ -12,6 +12,7 @@ import (
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metering/apikey"
+	"github.com/porticohq/portico/server"
 	"github.com/porticohq/portico/store"
 )
 
@@ -22,21 +23,7 @@ type StoreFlags struct {
 }
 
 func (f *StoreFlags) open(ctx context.Context) (*store.Store, *config.Config, error) {
-	cfg := config.DefaultConfig()
-	if f.Config != "" {
-		var err error
-		if cfg, err = config.Load(f.Config); err != nil {
-			return nil, nil, err
-		}
-	}
-	if f.DataDir != "" {
-		cfg.DataDir = f.DataDir
-	}
-	if cfg.DataDir == "" && cfg.Store.Postgres == "" {
-		return nil, nil, fmt.Errorf("no store: pass --data-dir (or a config with data_dir or store.postgres)")
-	}
-	s, err := openStore(ctx, &cfg)
-	return s, &cfg, err
+	return server.OpenKeyStore(ctx, f.Config, f.DataDir)
 }
 
 // KeysCmd manages API keys.
@@ -302,24 +289,8 @@ func (c *KeysSetCmd) Run(ctx context.Context, s *Streams) error {
 		p.Rules.JWTKeys = &keys
 	}
 	if c.LogMaxBlockRange != nil || c.LogMaxAddresses != nil || c.LogMaxTopics != nil || c.LogMaxLogs != nil {
-		st, _, err := c.open(ctx)
-		if err != nil {
-			return err
-		}
-		k, err := st.Get(ctx, c.Name)
-		st.Close()
-		if err != nil {
-			return err
-		}
-		var l portico.LogLimits
-		if k.Rules.Logs != nil {
-			l = *k.Rules.Logs
-		}
-		setIf(&l.MaxBlockRange, c.LogMaxBlockRange)
-		setIf(&l.MaxAddresses, c.LogMaxAddresses)
-		setIf(&l.MaxTopics, c.LogMaxTopics)
-		setIf(&l.MaxLogs, c.LogMaxLogs)
-		p.Rules.Logs = &l
+		p.Rules.LogBounds = &store.LogBoundsPatch{MaxBlockRange: c.LogMaxBlockRange, MaxAddresses: c.LogMaxAddresses,
+			MaxTopics: c.LogMaxTopics, MaxLogs: c.LogMaxLogs}
 	}
 	st, cfg, err := c.open(ctx)
 	if err != nil {
@@ -333,12 +304,6 @@ func (c *KeysSetCmd) Run(ctx context.Context, s *Streams) error {
 	printKey(s, k)
 	fmt.Fprintf(s.Out, "running servers apply it within %s\n", cfg.Store.KeyCacheTTL)
 	return nil
-}
-
-func setIf[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
 }
 
 // KeysSecretCmd rotates or drops a key's secret.

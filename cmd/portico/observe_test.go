@@ -186,7 +186,7 @@ func TestTracingOTLP(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
 	t.Setenv("OTEL_SERVICE_NAME", "")
 	s := start(t, config.DefaultConfig())
-	if s.m.tracer == nil {
+	if s.m.Tracer() == nil {
 		t.Fatal("tracing is off with OTEL_EXPORTER_OTLP_ENDPOINT set")
 	}
 	if status, body := post(t, s.url(t, "evm-devnet"), `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x0",false]}`); status != 200 {
@@ -212,28 +212,5 @@ func TestTracingOTLP(t *testing.T) {
 	}
 	if attempt["portico.node"] != "evm-devnet/embedded" {
 		t.Errorf("attempt span: %v", attempt)
-	}
-}
-
-// TestTracingOff: without an endpoint, or with OTEL_SDK_DISABLED, there
-// are no traces.
-func TestTracingOff(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	cases := []struct {
-		cfg  config.Tracing
-		env  map[string]string
-		want bool
-	}{
-		{config.Tracing{}, nil, false},
-		{config.Tracing{Endpoint: "http://127.0.0.1:4318"}, nil, true},
-		{config.Tracing{}, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, true},
-		{config.Tracing{}, map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces"}, true},
-		{config.Tracing{Endpoint: "http://127.0.0.1:4318"}, map[string]string{"OTEL_SDK_DISABLED": "true"}, false},
-		{config.Tracing{}, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_TRACES_EXPORTER": "none"}, false},
-	}
-	for _, c := range cases {
-		if got := tracingOn(c.cfg, env(c.env)); got != c.want {
-			t.Errorf("%+v %v: on=%v, want %v", c.cfg, c.env, got, c.want)
-		}
 	}
 }

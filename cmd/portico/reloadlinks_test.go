@@ -32,7 +32,7 @@ func TestReloadPublishesEndpoints(t *testing.T) {
 	s := start(t, cfg, func(m *Main) { m.ConfigPath = path })
 	links := func() map[string]string {
 		out := map[string]string{}
-		for _, n := range s.m.dash.get() {
+		for _, n := range s.m.DashboardNetworks() {
 			out[n.Name] = n.HTTP
 		}
 		return out

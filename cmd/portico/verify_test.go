@@ -393,7 +393,7 @@ func gatewayCall(t *testing.T, url, method string, params any) (json.RawMessage,
 // counterValue reads a counter of the running portico.
 func counterValue(t *testing.T, s *started, name string, labels map[string]string) float64 {
 	t.Helper()
-	fams, err := s.m.metrics.Registry().Gather()
+	fams, err := s.m.Metrics().Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +468,7 @@ func liarCaught(t *testing.T, family portico.Family, node, method string, params
 		t.Errorf("honest nodes counted %v faults", n)
 	}
 	benched := false
-	for _, st := range s.m.pool(name).Nodes() {
+	for _, st := range s.m.Pool(name).Nodes() {
 		if st.Name == "liar" {
 			benched = st.Benched
 		}

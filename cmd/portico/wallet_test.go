@@ -17,6 +17,7 @@ import (
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
 
+	"github.com/porticohq/portico/auth/wallet/transfer"
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families/starknet/starknettx"
 	"github.com/porticohq/portico/internal/authtest"
@@ -135,7 +136,7 @@ func TestWalletEndToEnd(t *testing.T) {
 				t.Errorf("solana balance now %v %v, after the transfer %s", got, err, balance)
 			}
 		case "starknet":
-			c := &jsonRPCClient{url: s.url(t, "starknet-devnet")}
+			c := &transfer.Client{URL: s.url(t, "starknet-devnet")}
 			var rc struct {
 				Fee struct {
 					Amount string `json:"amount"`
@@ -144,16 +145,15 @@ func TestWalletEndToEnd(t *testing.T) {
 					Keys []string `json:"keys"`
 				} `json:"events"`
 			}
-			if err := c.call(ctx, "starknet_getTransactionReceipt", []string{l[7]}, &rc); err != nil {
+			if err := c.Call(ctx, "starknet_getTransactionReceipt", []string{l[7]}, &rc); err != nil {
 				t.Fatal(err)
 			}
 			chainFee, _ = new(big.Int).SetString(strings.TrimPrefix(rc.Fee.Amount, "0x"), 16)
-			f := &starknetFamily{url: s.url(t, "starknet-devnet"), rpc: c}
 			addr, err := starknettx.ParseFelt(addrs["starknet"])
 			if err != nil {
 				t.Fatal(err)
 			}
-			if balance, err = f.balanceOf(ctx, addr); err != nil {
+			if balance, err = transfer.StarknetBalance(ctx, s.url(t, "starknet-devnet"), addr); err != nil {
 				t.Fatal(err)
 			}
 			if len(rc.Events) != 2 {

@@ -1,4 +1,11 @@
-package main
+// Package transfer is the example behind `portico wallet`: one login of
+// the auth SDK, as a wallet.Wallet, sends one transfer on each chain
+// family through the gateway. Each account is funded from its devnet's
+// faucet first, each transfer is waited for through a subscription, and
+// one line per family tells the balances before and after, what was sent
+// and the fee. It runs against `make run` (the embedded devnets behind the
+// gateway).
+package transfer
 
 import (
 	"context"
@@ -26,9 +33,27 @@ import (
 	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
-// family is one chain family as the wallet example drives it through the
+// URLs are the gateway's HTTP URLs of the three networks, a key in each;
+// their WebSocket URLs are derived from them.
+type URLs struct {
+	EVM, Solana, Starknet string
+}
+
+// Run funds each family's account and sends its transfer, in the order
+// EVM, slot chain, rollup, printing one line for each to out. The first
+// error stops it, named by its family.
+func Run(ctx context.Context, out io.Writer, w *wallet.Wallet, urls URLs) error {
+	for _, c := range []chain{&evmChain{url: urls.EVM}, &solanaChain{url: urls.Solana}, &starknetChain{url: urls.Starknet}} {
+		if err := runChain(ctx, out, c, w); err != nil {
+			return fmt.Errorf("%s: %w", c.name(), err)
+		}
+	}
+	return nil
+}
+
+// chain is one chain family as the example drives it through the
 // gateway.
-type family interface {
+type chain interface {
 	name() string
 	unit() string
 	connect(ctx context.Context) error
@@ -40,9 +65,9 @@ type family interface {
 	transfer(ctx context.Context, w *wallet.Wallet) (tx string, sent, fee *big.Int, err error)
 }
 
-// runFamily funds, transfers and prints one family's line: the balance
+// runChain funds, transfers and prints one family's line: the balance
 // before the transfer, after it, what was sent and the fee, in base units.
-func runFamily(ctx context.Context, out io.Writer, f family, w *wallet.Wallet) error {
+func runChain(ctx context.Context, out io.Writer, f chain, w *wallet.Wallet) error {
 	if err := f.connect(ctx); err != nil {
 		return err
 	}
@@ -87,7 +112,7 @@ const (
 	evmTransfer = 10_000_000_000_000_000    // 0.01 ETH
 )
 
-type evmFamily struct {
+type evmChain struct {
 	url      string
 	http, ws *ethclient.Client
 	chainID  *big.Int
@@ -97,10 +122,10 @@ type evmFamily struct {
 	block *big.Int
 }
 
-func (f *evmFamily) name() string { return "evm" }
-func (f *evmFamily) unit() string { return "wei" }
+func (f *evmChain) name() string { return "evm" }
+func (f *evmChain) unit() string { return "wei" }
 
-func (f *evmFamily) connect(ctx context.Context) (err error) {
+func (f *evmChain) connect(ctx context.Context) (err error) {
 	if f.http, err = ethclient.DialContext(ctx, f.url); err != nil {
 		return err
 	}
@@ -111,7 +136,7 @@ func (f *evmFamily) connect(ctx context.Context) (err error) {
 	return err
 }
 
-func (f *evmFamily) close() {
+func (f *evmChain) close() {
 	for _, c := range []*ethclient.Client{f.http, f.ws} {
 		if c != nil {
 			c.Close()
@@ -119,11 +144,11 @@ func (f *evmFamily) close() {
 	}
 }
 
-func (f *evmFamily) balance(ctx context.Context, w *wallet.Wallet) (*big.Int, error) {
+func (f *evmChain) balance(ctx context.Context, w *wallet.Wallet) (*big.Int, error) {
 	return f.http.BalanceAt(ctx, w.EVM.Address(), f.block)
 }
 
-func (f *evmFamily) fund(ctx context.Context, w *wallet.Wallet) error {
+func (f *evmChain) fund(ctx context.Context, w *wallet.Wallet) error {
 	d, err := evmdevnet.New(evmdevnet.Config{}) // derives the dev accounts; starts nothing
 	if err != nil {
 		return err
@@ -136,7 +161,7 @@ func (f *evmFamily) fund(ctx context.Context, w *wallet.Wallet) error {
 	return err
 }
 
-func (f *evmFamily) transfer(ctx context.Context, w *wallet.Wallet) (string, *big.Int, *big.Int, error) {
+func (f *evmChain) transfer(ctx context.Context, w *wallet.Wallet) (string, *big.Int, *big.Int, error) {
 	to := common.BytesToAddress(recipient())
 	value := big.NewInt(evmTransfer)
 	r, err := f.send(ctx, w.EVM.Address(), to, value, func(tx *types.Transaction) (*types.Transaction, error) {
@@ -151,7 +176,7 @@ func (f *evmFamily) transfer(ctx context.Context, w *wallet.Wallet) (string, *bi
 
 // send sends an EIP-1559 transfer signed by sign and waits for its
 // receipt.
-func (f *evmFamily) send(ctx context.Context, from, to common.Address, value *big.Int, sign func(*types.Transaction) (*types.Transaction, error)) (*types.Receipt, error) {
+func (f *evmChain) send(ctx context.Context, from, to common.Address, value *big.Int, sign func(*types.Transaction) (*types.Transaction, error)) (*types.Receipt, error) {
 	nonce, err := f.http.PendingNonceAt(ctx, from)
 	if err != nil {
 		return nil, err
@@ -176,7 +201,7 @@ func (f *evmFamily) send(ctx context.Context, from, to common.Address, value *bi
 }
 
 // wait returns the receipt once a new head holds it.
-func (f *evmFamily) wait(ctx context.Context, h common.Hash) (*types.Receipt, error) {
+func (f *evmChain) wait(ctx context.Context, h common.Hash) (*types.Receipt, error) {
 	heads := make(chan *types.Header, 16)
 	sub, err := f.ws.SubscribeNewHead(ctx, heads)
 	if err != nil {
@@ -213,22 +238,22 @@ const (
 	solTransfer = 10_000_000    // 0.01 SOL
 )
 
-type solanaFamily struct {
+type solanaChain struct {
 	url string
 	rpc *rpc.Client
 	ws  *ws.Client
 }
 
-func (f *solanaFamily) name() string { return "solana" }
-func (f *solanaFamily) unit() string { return "lamports" }
+func (f *solanaChain) name() string { return "solana" }
+func (f *solanaChain) unit() string { return "lamports" }
 
-func (f *solanaFamily) connect(ctx context.Context) (err error) {
+func (f *solanaChain) connect(ctx context.Context) (err error) {
 	f.rpc = rpc.New(f.url)
 	f.ws, err = ws.Connect(ctx, wsURL(f.url))
 	return err
 }
 
-func (f *solanaFamily) close() {
+func (f *solanaChain) close() {
 	if f.ws != nil {
 		f.ws.Close()
 	}
@@ -237,7 +262,7 @@ func (f *solanaFamily) close() {
 	}
 }
 
-func (f *solanaFamily) balance(ctx context.Context, w *wallet.Wallet) (*big.Int, error) {
+func (f *solanaChain) balance(ctx context.Context, w *wallet.Wallet) (*big.Int, error) {
 	b, err := f.rpc.GetBalance(ctx, w.Solana.PublicKey(), rpc.CommitmentFinalized)
 	if err != nil {
 		return nil, err
@@ -245,7 +270,7 @@ func (f *solanaFamily) balance(ctx context.Context, w *wallet.Wallet) (*big.Int,
 	return new(big.Int).SetUint64(b.Value), nil
 }
 
-func (f *solanaFamily) fund(ctx context.Context, w *wallet.Wallet) error {
+func (f *solanaChain) fund(ctx context.Context, w *wallet.Wallet) error {
 	sig, err := f.rpc.RequestAirdrop(ctx, w.Solana.PublicKey(), solFund, rpc.CommitmentFinalized)
 	if err != nil {
 		return err
@@ -253,7 +278,7 @@ func (f *solanaFamily) fund(ctx context.Context, w *wallet.Wallet) error {
 	return f.wait(ctx, sig)
 }
 
-func (f *solanaFamily) transfer(ctx context.Context, w *wallet.Wallet) (string, *big.Int, *big.Int, error) {
+func (f *solanaChain) transfer(ctx context.Context, w *wallet.Wallet) (string, *big.Int, *big.Int, error) {
 	from, to := w.Solana.PublicKey(), solana.PublicKeyFromBytes(recipient())
 	s := &wallet.SolanaSender{RPC: f.rpc, Commitment: rpc.CommitmentFinalized}
 	sig, err := s.Send(ctx, from, w.Solana.SignTransaction, system.NewTransferInstruction(solTransfer, from, to).Build())
@@ -268,7 +293,7 @@ func (f *solanaFamily) transfer(ctx context.Context, w *wallet.Wallet) (string, 
 }
 
 // wait waits for the signature's finalized notification.
-func (f *solanaFamily) wait(ctx context.Context, sig solana.Signature) error {
+func (f *solanaChain) wait(ctx context.Context, sig solana.Signature) error {
 	sub, err := f.ws.SignatureSubscribe(sig, rpc.CommitmentFinalized)
 	if err != nil {
 		return err
@@ -295,20 +320,20 @@ var (
 	snTransfer = big.NewInt(1_000_000_000_000_000)
 )
 
-type starknetFamily struct {
+type starknetChain struct {
 	url     string
 	chainID starknettx.Felt
-	rpc     *jsonRPCClient
+	rpc     *Client
 	faucet  *wallet.StarknetAccount
 }
 
-func (f *starknetFamily) name() string { return "starknet" }
-func (f *starknetFamily) unit() string { return "fri" }
+func (f *starknetChain) name() string { return "starknet" }
+func (f *starknetChain) unit() string { return "fri" }
 
-func (f *starknetFamily) connect(ctx context.Context) (err error) {
-	f.rpc = &jsonRPCClient{url: f.url}
+func (f *starknetChain) connect(ctx context.Context) (err error) {
+	f.rpc = &Client{URL: f.url}
 	var id string
-	if err := f.rpc.call(ctx, "starknet_chainId", []any{}, &id); err != nil {
+	if err := f.rpc.Call(ctx, "starknet_chainId", []any{}, &id); err != nil {
 		return err
 	}
 	if f.chainID, err = starknettx.ParseFelt(id); err != nil {
@@ -318,17 +343,17 @@ func (f *starknetFamily) connect(ctx context.Context) (err error) {
 	return err
 }
 
-func (f *starknetFamily) close() {}
+func (f *starknetChain) close() {}
 
-func (f *starknetFamily) balance(ctx context.Context, w *wallet.Wallet) (*big.Int, error) {
+func (f *starknetChain) balance(ctx context.Context, w *wallet.Wallet) (*big.Int, error) {
 	return f.balanceOf(ctx, w.Starknet.Address())
 }
 
 // balanceOf reads an account's fee-token balance in the pending state.
-func (f *starknetFamily) balanceOf(ctx context.Context, addr starknettx.Felt) (*big.Int, error) {
+func (f *starknetChain) balanceOf(ctx context.Context, addr starknettx.Felt) (*big.Int, error) {
 	token := starknetdevnet.FeeToken()
 	var res []string
-	err := f.rpc.call(ctx, "starknet_call", map[string]any{"request": map[string]any{
+	err := f.rpc.Call(ctx, "starknet_call", map[string]any{"request": map[string]any{
 		"contract_address": starknettx.Hex(&token), "entry_point_selector": starknettx.Hex(ptr(starknettx.Selector("balanceOf"))),
 		"calldata": []string{starknettx.Hex(&addr)}}, "block_id": "pending"}, &res)
 	if err != nil {
@@ -344,14 +369,20 @@ func (f *starknetFamily) balanceOf(ctx context.Context, addr starknettx.Felt) (*
 
 func ptr[T any](v T) *T { return &v }
 
-func (f *starknetFamily) fund(ctx context.Context, w *wallet.Wallet) error {
+// StarknetBalance reads an account's fee-token balance on the rollup
+// network at url, in the pending state.
+func StarknetBalance(ctx context.Context, url string, addr starknettx.Felt) (*big.Int, error) {
+	return (&starknetChain{url: url, rpc: &Client{URL: url}}).balanceOf(ctx, addr)
+}
+
+func (f *starknetChain) fund(ctx context.Context, w *wallet.Wallet) error {
 	if _, _, err := f.sendTransfer(ctx, f.faucet, w.Starknet.Address(), snFund); err != nil {
 		return err
 	}
 	// Deploy the account on first use: it pays for its own deployment.
 	if _, err := f.nonce(ctx, w.Starknet.Address()); err == nil {
 		return nil
-	} else if e := (*jsonRPCError)(nil); !errors.As(err, &e) || e.Code != 20 { // 20: Contract not found
+	} else if e := (*Error)(nil); !errors.As(err, &e) || e.Code != 20 { // 20: Contract not found
 		return err
 	}
 	dep := w.Starknet.DeployAccount(starknettx.ResourceBounds{})
@@ -370,20 +401,20 @@ func (f *starknetFamily) fund(ctx context.Context, w *wallet.Wallet) error {
 	var res struct {
 		Hash string `json:"transaction_hash"`
 	}
-	if err := f.rpc.call(ctx, "starknet_addDeployAccountTransaction", map[string]any{"deploy_account_transaction": dep}, &res); err != nil {
+	if err := f.rpc.Call(ctx, "starknet_addDeployAccountTransaction", map[string]any{"deploy_account_transaction": dep}, &res); err != nil {
 		return err
 	}
 	return f.wait(ctx, res.Hash)
 }
 
-func (f *starknetFamily) transfer(ctx context.Context, w *wallet.Wallet) (string, *big.Int, *big.Int, error) {
+func (f *starknetChain) transfer(ctx context.Context, w *wallet.Wallet) (string, *big.Int, *big.Int, error) {
 	hash, fee, err := f.sendTransfer(ctx, w.Starknet, f.faucet.Address(), snTransfer)
 	return hash, snTransfer, fee, err
 }
 
-func (f *starknetFamily) nonce(ctx context.Context, addr starknettx.Felt) (uint64, error) {
+func (f *starknetChain) nonce(ctx context.Context, addr starknettx.Felt) (uint64, error) {
 	var n string
-	if err := f.rpc.call(ctx, "starknet_getNonce", map[string]any{"block_id": "pending", "contract_address": starknettx.Hex(&addr)}, &n); err != nil {
+	if err := f.rpc.Call(ctx, "starknet_getNonce", map[string]any{"block_id": "pending", "contract_address": starknettx.Hex(&addr)}, &n); err != nil {
 		return 0, err
 	}
 	v, err := starknettx.ParseFelt(n)
@@ -392,7 +423,7 @@ func (f *starknetFamily) nonce(ctx context.Context, addr starknettx.Felt) (uint6
 
 // sendTransfer sends the fee token's transfer from acct, waits, and
 // returns the hash and the fee charged.
-func (f *starknetFamily) sendTransfer(ctx context.Context, acct *wallet.StarknetAccount, to starknettx.Felt, amount *big.Int) (string, *big.Int, error) {
+func (f *starknetChain) sendTransfer(ctx context.Context, acct *wallet.StarknetAccount, to starknettx.Felt, amount *big.Int) (string, *big.Int, error) {
 	nonce, err := f.nonce(ctx, acct.Address())
 	if err != nil {
 		return "", nil, err
@@ -416,7 +447,7 @@ func (f *starknetFamily) sendTransfer(ctx context.Context, acct *wallet.Starknet
 	var res struct {
 		Hash string `json:"transaction_hash"`
 	}
-	if err := f.rpc.call(ctx, "starknet_addInvokeTransaction", map[string]any{"invoke_transaction": tx}, &res); err != nil {
+	if err := f.rpc.Call(ctx, "starknet_addInvokeTransaction", map[string]any{"invoke_transaction": tx}, &res); err != nil {
 		return "", nil, err
 	}
 	if err := f.wait(ctx, res.Hash); err != nil {
@@ -427,7 +458,7 @@ func (f *starknetFamily) sendTransfer(ctx context.Context, acct *wallet.Starknet
 			Amount string `json:"amount"`
 		} `json:"actual_fee"`
 	}
-	if err := f.rpc.call(ctx, "starknet_getTransactionReceipt", map[string]any{"transaction_hash": res.Hash}, &rc); err != nil {
+	if err := f.rpc.Call(ctx, "starknet_getTransactionReceipt", map[string]any{"transaction_hash": res.Hash}, &rc); err != nil {
 		return "", nil, err
 	}
 	fee, _ := new(big.Int).SetString(strings.TrimPrefix(rc.Fee.Amount, "0x"), 16)
@@ -437,7 +468,7 @@ func (f *starknetFamily) sendTransfer(ctx context.Context, acct *wallet.Starknet
 // bounds estimates a transaction from its query version, signed by
 // query, and returns resource bounds with room: half again the gas, twice
 // the prices.
-func (f *starknetFamily) bounds(ctx context.Context, query func() (any, error)) (starknettx.ResourceBounds, error) {
+func (f *starknetChain) bounds(ctx context.Context, query func() (any, error)) (starknettx.ResourceBounds, error) {
 	var b starknettx.ResourceBounds
 	q, err := query()
 	if err != nil {
@@ -450,7 +481,7 @@ func (f *starknetFamily) bounds(ctx context.Context, query func() (any, error)) 
 		DataPrice  string `json:"l1_data_gas_price"`
 		L1GasPrice string `json:"l1_gas_price"`
 	}
-	if err := f.rpc.call(ctx, "starknet_estimateFee", map[string]any{"request": []any{q}, "simulation_flags": []string{}, "block_id": "pending"}, &est); err != nil {
+	if err := f.rpc.Call(ctx, "starknet_estimateFee", map[string]any{"request": []any{q}, "simulation_flags": []string{}, "block_id": "pending"}, &est); err != nil {
 		return b, err
 	}
 	if len(est) != 1 {
@@ -470,7 +501,7 @@ func (f *starknetFamily) bounds(ctx context.Context, query func() (any, error)) 
 
 // wait waits on starknet_subscribeTransactionStatus until the
 // transaction is accepted on L2 (or L1).
-func (f *starknetFamily) wait(ctx context.Context, hash string) error {
+func (f *starknetChain) wait(ctx context.Context, hash string) error {
 	c, _, err := websocket.Dial(ctx, wsURL(f.url), nil)
 	if err != nil {
 		return err
@@ -487,7 +518,7 @@ func (f *starknetFamily) wait(ctx context.Context, hash string) error {
 			return err
 		}
 		var m struct {
-			Error  *jsonRPCError `json:"error"`
+			Error  *Error `json:"error"`
 			Params struct {
 				Result struct {
 					Status struct {

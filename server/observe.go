@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -69,18 +69,18 @@ func newTracing(ctx context.Context, c config.Tracing, version string) (trace.Tr
 // readyTimeout bounds each readiness check.
 const readyTimeout = 2 * time.Second
 
-// readiness is the answer of /readyz: ready, and each check's result.
-type readiness struct {
+// Readiness is the answer of /readyz: ready, and each check's result.
+type Readiness struct {
 	Ready  bool              `json:"ready"`
 	Checks map[string]string `json:"checks"`
 }
 
-// ready runs the readiness checks: every network has a usable node (or
+// ready runs the Readiness checks: every network has a usable node (or
 // its devnet), the store and the meter answer.
-func (m *Main) ready(ctx context.Context) readiness {
+func (m *Server) ready(ctx context.Context) Readiness {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	r := readiness{Ready: true, Checks: map[string]string{}}
+	r := Readiness{Ready: true, Checks: map[string]string{}}
 	check := func(name string, err error) {
 		if err != nil {
 			r.Ready = false
@@ -104,7 +104,7 @@ func (m *Main) ready(ctx context.Context) readiness {
 
 // readyHandler serves /readyz: 200 when ready, else 503, with the checks
 // as JSON either way.
-func (m *Main) readyHandler(ctx *fasthttp.RequestCtx) {
+func (m *Server) readyHandler(ctx *fasthttp.RequestCtx) {
 	r := m.ready(context.Background())
 	if !r.Ready {
 		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
@@ -116,12 +116,12 @@ func (m *Main) readyHandler(ctx *fasthttp.RequestCtx) {
 }
 
 // metricsHandler serves the metrics in Prometheus' text format.
-func (m *Main) metricsHandler() fasthttp.RequestHandler {
+func (m *Server) metricsHandler() fasthttp.RequestHandler {
 	return fasthttpadaptor.NewFastHTTPHandler(m.metrics.Handler())
 }
 
 // listenMetrics serves /metrics (and /readyz) on a listener of their own.
-func (m *Main) listenMetrics(addr string) (string, error) {
+func (m *Server) listenMetrics(addr string) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("metrics.listen: %w", err)
@@ -146,7 +146,7 @@ func (m *Main) listenMetrics(addr string) (string, error) {
 
 // opsRoutes serves /readyz, and /metrics unless it has a listener of its
 // own, on the shared listener in front of next.
-func (m *Main) opsRoutes(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+func (m *Server) opsRoutes(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	var metricsHandler fasthttp.RequestHandler
 	if m.metrics != nil && m.Config.Metrics.Listen == "" {
 		metricsHandler = m.metricsHandler()
@@ -168,7 +168,7 @@ func (m *Main) opsRoutes(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 }
 
 // attemptObserver records a network's node attempts in the metrics.
-func (m *Main) attemptObserver(network string) func(node string, took time.Duration, failed bool) {
+func (m *Server) attemptObserver(network string) func(node string, took time.Duration, failed bool) {
 	if m.metrics == nil {
 		return nil
 	}
@@ -178,7 +178,7 @@ func (m *Main) attemptObserver(network string) func(node string, took time.Durat
 }
 
 // nodeStates returns every network's node states, for the metrics.
-func (m *Main) nodeStates() map[string][]upstream.NodeState {
+func (m *Server) nodeStates() map[string][]upstream.NodeState {
 	cur := m.cur.Load()
 	if cur == nil {
 		return nil

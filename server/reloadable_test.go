@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"errors"
@@ -51,7 +51,7 @@ func TestReloadable(t *testing.T) {
 		{"idle timeout", func(c *config.Config) { c.Limits.IdleTimeout = time.Hour }, "limits.idle_timeout"},
 		{"result bound", func(c *config.Config) { c.Limits.MaxResultBytes = 1 }, "limits.max_result_bytes"},
 	}
-	doc, err := os.ReadFile("../../docs/operations.md")
+	doc, err := os.ReadFile("../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -29,9 +29,9 @@ const DevDailyCredits = 1_000_000_000_000
 // DevKeyName is the name of the dev key in the store.
 const DevKeyName = "dev"
 
-// openStore opens the key and usage store the config names: PostgreSQL, or
+// OpenStore opens the key and usage store the config names: PostgreSQL, or
 // SQLite in the data directory, or SQLite in memory.
-func openStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
+func OpenStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
 	if cfg.Store.Postgres != "" {
 		return store.OpenPostgres(ctx, cfg.Store.Postgres)
 	}
@@ -44,9 +44,32 @@ func openStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
 	return store.OpenSQLite(ctx, filepath.Join(cfg.DataDir, "portico.db"))
 }
 
-// importKeys puts the config's keys into the store, or, when the config has
+// OpenKeyStore opens the key store of the portico serve that a config file
+// (configPath; "" for the defaults) and a data directory (dataDir; "" for
+// the config's) describe, for the commands that manage keys offline. It
+// returns the config too; a serve without a data directory or PostgreSQL
+// keeps its keys in memory, where no other process reaches them.
+func OpenKeyStore(ctx context.Context, configPath, dataDir string) (*store.Store, *config.Config, error) {
+	cfg := config.DefaultConfig()
+	if configPath != "" {
+		var err error
+		if cfg, err = config.Load(configPath); err != nil {
+			return nil, nil, err
+		}
+	}
+	if dataDir != "" {
+		cfg.DataDir = dataDir
+	}
+	if cfg.DataDir == "" && cfg.Store.Postgres == "" {
+		return nil, nil, fmt.Errorf("no store: pass --data-dir (or a config with data_dir or store.postgres)")
+	}
+	s, err := OpenStore(ctx, &cfg)
+	return s, &cfg, err
+}
+
+// ImportKeys puts the config's keys into the store, or, when the config has
 // none, returns the dev key (see devKey; "" when there is none).
-func importKeys(ctx context.Context, cfg *config.Config, s *store.Store) (string, error) {
+func ImportKeys(ctx context.Context, cfg *config.Config, s *store.Store) (string, error) {
 	if len(cfg.Keys) > 0 {
 		for i, k := range cfg.Keys {
 			h := apikey.Sum(k.Key)
@@ -157,7 +180,7 @@ func instanceName(cfg *config.Config) (string, error) {
 }
 
 // newMeter builds the meter the config asks for; nil when metering is off.
-func (m *Main) newMeter(ctx context.Context, s *store.Store) (*metering.Meter, error) {
+func (m *Server) newMeter(ctx context.Context, s *store.Store) (*metering.Meter, error) {
 	cfg := &m.Config
 	if cfg.Metering.Disabled {
 		return nil, nil

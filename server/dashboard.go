@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 // links must be published once the networks' listeners are bound.
 // The two check the token with one Checker, so wrong tokens sent to
 // either are slowed together.
-func (m *Main) withDashboard(next fasthttp.RequestHandler, api *admin.API) (fasthttp.RequestHandler, *dashboardLinks, error) {
+func (m *Server) withDashboard(next fasthttp.RequestHandler, api *admin.API) (fasthttp.RequestHandler, *dashboardLinks, error) {
 	links := &dashboardLinks{}
 	d, err := dashboard.New(dashboard.Config{Admin: api, Token: m.Config.Admin.Token, Tokens: api.Tokens(), Networks: links.get, Logger: m.log})
 	if err != nil {

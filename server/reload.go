@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -15,10 +15,14 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/admin/dashboard"
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/network/upstream"
 )
@@ -34,7 +38,7 @@ import (
 // docs/operations.md, "Reloading the config", is the user's side.
 
 // servedConfig is the config served now with its networks: immutable
-// once published in Main.cur.
+// once published in Server.cur.
 type servedConfig struct {
 	cfg    config.Config
 	nets   []*servedNetwork // config order
@@ -85,7 +89,7 @@ func (r *netResources) close() error {
 }
 
 // track counts r among the resources Close closes.
-func (m *Main) track(r *netResources) {
+func (m *Server) track(r *netResources) {
 	m.liveMu.Lock()
 	defer m.liveMu.Unlock()
 	if m.live == nil {
@@ -95,7 +99,7 @@ func (m *Main) track(r *netResources) {
 }
 
 // retire closes r once idle is closed, unless Close closed it first.
-func (m *Main) retire(name string, r *netResources, idle <-chan struct{}) {
+func (m *Server) retire(name string, r *netResources, idle <-chan struct{}) {
 	m.retiring.Go(func() {
 		select {
 		case <-idle:
@@ -124,120 +128,172 @@ var errNoConfigFile = errors.New("reload: serve was started without --config: th
 // comment. It returns nil once the new config is served, or why it was
 // refused, the running config staying as it was. Reloads run one at a
 // time.
-func (m *Main) Reload(ctx context.Context) error {
+func (m *Server) Reload(ctx context.Context) error {
 	m.reloadMu.Lock()
 	defer m.reloadMu.Unlock()
 	if m.closed {
 		return errors.New("reload: portico is shutting down")
 	}
+	cur := m.cur.Load()
+	cfg, err := m.nextConfig(cur)
+	if err != nil {
+		return err
+	}
+	next, ch, err := m.buildNext(ctx, cur, &cfg)
+	if err != nil {
+		return err
+	}
+	if err := m.swap(ctx, cur, next, ch.built); err != nil {
+		return err
+	}
+	m.announce(next, ch)
+	return nil
+}
+
+// nextConfig reads the config file again and checks it: every check of a
+// start, then that it changes nothing only a restart changes, and no
+// network served by its embedded devnet beyond its gateway side.
+func (m *Server) nextConfig(cur *servedConfig) (config.Config, error) {
 	if m.ConfigPath == "" {
-		return errNoConfigFile
+		return config.Config{}, errNoConfigFile
 	}
 	cfg, err := config.Load(m.ConfigPath)
 	if err != nil {
-		return err
+		return config.Config{}, err
 	}
 	if m.Overrides != nil {
 		m.Overrides(&cfg)
 	}
-	cur := m.cur.Load()
 	if m.devToken && cfg.Admin.Token == "" {
 		cfg.Admin.Token = cur.cfg.Admin.Token // the dev admin token, made at start
 	}
-	if err := checkConfig(&cfg); err != nil {
-		return err
+	if err := CheckConfig(&cfg); err != nil {
+		return config.Config{}, err
 	}
 	if err := reloadable(&cur.cfg, &cfg); err != nil {
-		return err
+		return config.Config{}, err
 	}
 	for i := range cfg.Networks {
 		n := &cfg.Networks[i]
 		if old := cur.byName[n.Name]; old != nil && !sameServed(&old.cfg, n) && embeddedDevnet(&old.cfg) && embeddedDevnet(n) {
-			return fmt.Errorf("config: networks[%d]: served by its embedded devnet, which a reload does not restart: only hosts, methods, enable, costs, default_cost and notification_costs reload (%w)", i, gateway.ErrNotReloadable)
+			return config.Config{}, fmt.Errorf("config: networks[%d]: served by its embedded devnet, which a reload does not restart: only hosts, methods, enable, costs, default_cost and notification_costs reload (%w)", i, gateway.ErrNotReloadable)
 		}
 	}
+	return cfg, nil
+}
 
-	// Build the next networks off to the side.
-	next := &servedConfig{cfg: cfg, byName: map[string]*servedNetwork{}}
-	var built []*netResources
-	fail := func(err error) error {
-		for _, r := range built {
-			_ = r.close()
-		}
-		return err
+// changes are what a reload does to the networks, by name, and the
+// resources it built.
+type changes struct {
+	added, rebuilt, kept, removed []string
+	built                         []*netResources
+}
+
+// closeBuilt closes what a refused reload built.
+func (ch *changes) closeBuilt() {
+	for _, r := range ch.built {
+		_ = r.close()
 	}
-	var added, rebuilt, kept, removed []string
+}
+
+// buildNext builds the next networks off to the side: a network whose
+// nodes stay keeps its resources with a new method table, the others are
+// built anew. On an error, what it built is closed.
+func (m *Server) buildNext(ctx context.Context, cur *servedConfig, cfg *config.Config) (*servedConfig, *changes, error) {
+	next := &servedConfig{cfg: *cfg, byName: map[string]*servedNetwork{}}
+	ch := &changes{}
 	for i := range cfg.Networks {
 		n := &cfg.Networks[i]
 		old := cur.byName[n.Name]
 		if old != nil && sameServed(&old.cfg, n) {
 			methods, err := gateway.NewMethods(old.res.table, methodsConfig(n))
 			if err != nil {
-				return fail(fmt.Errorf("config: networks[%d].%w", i, err))
+				ch.closeBuilt()
+				return nil, nil, fmt.Errorf("config: networks[%d].%w", i, err)
 			}
 			next.add(&servedNetwork{cfg: *n, res: old.res,
 				gw: &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Served: old.res.served}})
-			kept = append(kept, n.Name)
+			ch.kept = append(ch.kept, n.Name)
 			continue
 		}
 		sn, err := m.network(ctx, n, m.netMeter, cfg.Cache.CoalesceDisabled)
 		if err != nil {
-			return fail(fmt.Errorf("config: networks[%d] (%s): %w", i, n.Name, err))
+			ch.closeBuilt()
+			return nil, nil, fmt.Errorf("config: networks[%d] (%s): %w", i, n.Name, err)
 		}
-		built = append(built, sn.res)
+		ch.built = append(ch.built, sn.res)
 		next.add(sn)
 		if old == nil {
-			added = append(added, n.Name)
+			ch.added = append(ch.added, n.Name)
 		} else {
-			rebuilt = append(rebuilt, n.Name)
+			ch.rebuilt = append(ch.rebuilt, n.Name)
 		}
 	}
 	for _, n := range cur.nets {
 		if next.byName[n.cfg.Name] == nil {
-			removed = append(removed, n.cfg.Name)
+			ch.removed = append(ch.removed, n.cfg.Name)
 		}
 	}
-	// A network added with a listener of its own gets it now; a listener
-	// is never closed by a reload (a removed network's answers -32048).
-	var listen []int
+	return next, ch, nil
+}
+
+// bindNew binds the own listeners of the networks that get one now: a
+// network added with a listener of its own; a listener is never closed by
+// a reload (a removed network's answers -32048). They are bound before the
+// swap, so that an address in use refuses the reload, and served after
+// it, when the network has its name.
+func (m *Server) bindNew(cfg *config.Config) (map[string]net.Listener, error) {
+	lns := map[string]net.Listener{}
 	for i, n := range cfg.Networks {
-		if _, open := m.ownListeners[n.Name]; !open && n.Listen != "" && n.Listen != "off" {
-			listen = append(listen, i)
+		if _, open := m.ownListeners[n.Name]; open || n.Listen == "" || n.Listen == "off" {
+			continue
+		}
+		ln, err := net.Listen("tcp", n.Listen)
+		if err != nil {
+			closeListeners(lns)
+			return nil, fmt.Errorf("config: networks[%d].listen: %w", i, err)
+		}
+		lns[n.Name] = ln
+	}
+	return lns, nil
+}
+
+func closeListeners(lns map[string]net.Listener) {
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
+}
+
+// swap binds the new listeners, imports the keys and has the gateway
+// serve next at once; then it serves the new listeners, publishes next
+// and retires what was replaced. Refused, it closes what the reload
+// built and opened.
+func (m *Server) swap(ctx context.Context, cur, next *servedConfig, built []*netResources) error {
+	cfg := &next.cfg
+	fail := func(err error) error {
+		(&changes{built: built}).closeBuilt()
+		return err
+	}
+	lns, err := m.bindNew(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	// Keys are imported last before the swap (what could refuse the
+	// reload is behind), so that a key the new config adds works with
+	// its networks from the first call.
+	if len(cfg.Keys) > 0 {
+		if _, err := ImportKeys(ctx, cfg, m.Store); err != nil {
+			closeListeners(lns)
+			return fail(fmt.Errorf("config: %w", err))
 		}
 	}
 	var gwNets []*gateway.Network
 	for _, n := range next.nets {
 		gwNets = append(gwNets, n.gw)
 	}
-	// Bound before the swap, so that an address in use refuses the
-	// reload; served after it, when the network has its name.
-	lns := map[string]net.Listener{}
-	for _, i := range listen {
-		ln, err := net.Listen("tcp", cfg.Networks[i].Listen)
-		if err != nil {
-			for _, ln := range lns {
-				_ = ln.Close()
-			}
-			return fail(fmt.Errorf("config: networks[%d].listen: %w", i, err))
-		}
-		lns[cfg.Networks[i].Name] = ln
-	}
-	// Keys are imported last before the swap (what could refuse the
-	// reload is behind), so that a key the new config adds works with
-	// its networks from the first call.
-	if len(cfg.Keys) > 0 {
-		if _, err := importKeys(ctx, &cfg, m.Store); err != nil {
-			for _, ln := range lns {
-				_ = ln.Close()
-			}
-			return fail(fmt.Errorf("config: %w", err))
-		}
-	}
 	retired, err := m.gw.Reload(gateway.Reload{Networks: gwNets, Limits: cfg.Limits, CacheHitDiscount: cfg.Cache.HitDiscountPercent})
 	if err != nil {
-		for _, ln := range lns {
-			_ = ln.Close()
-		}
+		closeListeners(lns)
 		return fail(err)
 	}
 	for name, ln := range lns {
@@ -262,10 +318,15 @@ func (m *Main) Reload(ctx context.Context) error {
 			m.retire(old.cfg.Name, old.res, r.Idle)
 		}
 	}
-	// The dashboard's links follow the served networks; a network the
-	// reload added gets its ready line, as at start.
-	eps := make([]Endpoint, 0, len(cfg.Networks))
-	for _, n := range cfg.Networks {
+	return nil
+}
+
+// announce tells of a reload done: the dashboard's links follow the
+// served networks, a network the reload added gets its ready line, as at
+// start, and the log says what changed.
+func (m *Server) announce(next *servedConfig, ch *changes) {
+	eps := make([]Endpoint, 0, len(next.cfg.Networks))
+	for _, n := range next.cfg.Networks {
 		eps = append(eps, Endpoint{Name: n.Name, Family: n.Family, Host: n.HostNames()[0], Addr: m.ownListeners[n.Name]})
 	}
 	m.dash.publish(m.Shared, eps)
@@ -274,17 +335,16 @@ func (m *Main) Reload(ctx context.Context) error {
 		key = "<API_KEY>"
 	}
 	for _, ep := range eps {
-		if slices.Contains(added, ep.Name) {
+		if slices.Contains(ch.added, ep.Name) {
 			m.printEndpoint(ep, key)
 		}
 	}
-	m.log.Info("config reloaded", "file", m.ConfigPath, "added", added, "rebuilt", rebuilt, "kept", kept, "removed", removed)
-	return nil
+	m.log.Info("config reloaded", "file", m.ConfigPath, "added", ch.added, "rebuilt", ch.rebuilt, "kept", ch.kept, "removed", ch.removed)
 }
 
 // reloadFromAdmin is the admin API's POST /admin/v1/reload.
 // The reload runs to its end even if the caller leaves.
-func (m *Main) reloadFromAdmin(ctx context.Context) error {
+func (m *Server) reloadFromAdmin(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reloadTimeout)
 	defer cancel()
 	err := m.Reload(ctx)
@@ -294,9 +354,9 @@ func (m *Main) reloadFromAdmin(ctx context.Context) error {
 	return err
 }
 
-// reloadOnHangup reloads the config on each SIGHUP until ctx ends or
+// ReloadOnHangup reloads the config on each SIGHUP until ctx ends or
 // stop is called; a refused reload is logged and changes nothing.
-func (m *Main) reloadOnHangup(ctx context.Context) (stop func()) {
+func (m *Server) ReloadOnHangup(ctx context.Context) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -397,19 +457,36 @@ func firstDiff(path string, a, b reflect.Value) string {
 	return ""
 }
 
-// pool returns the node pool of the network served under name now, nil
+// Pool returns the node pool of the network served under name now, nil
 // when there is none.
-func (m *Main) pool(name string) *upstream.Pool {
+func (m *Server) Pool(name string) *upstream.Pool {
 	if n := m.cur.Load().byName[name]; n != nil {
 		return n.res.pool
 	}
 	return nil
 }
 
-// view returns the heads view of the network served under name now.
-func (m *Main) view(name string) *networkView {
-	if n := m.cur.Load().byName[name]; n != nil {
-		return n.res.view
+// FromHeads is how many calls the network served under name now has
+// answered from its heads, which no node saw (the admin API's nodes
+// answer shows it).
+func (m *Server) FromHeads(name string) uint64 {
+	if n := m.cur.Load().byName[name]; n != nil && n.res.view != nil {
+		return n.res.view.fromHeads.Load()
 	}
-	return nil
+	return 0
+}
+
+// Tracer is the tracer of the server's spans, nil when tracing is off.
+func (m *Server) Tracer() trace.Tracer { return m.tracer }
+
+// Metrics are the server's metrics, nil when metrics.disabled.
+func (m *Server) Metrics() *metrics.Metrics { return m.metrics }
+
+// DashboardNetworks are the networks' endpoints as the dashboard shows
+// them, nil without a dashboard.
+func (m *Server) DashboardNetworks() []dashboard.Network {
+	if m.dash == nil {
+		return nil
+	}
+	return m.dash.get()
 }

@@ -1,4 +1,4 @@
-package main
+package transfer
 
 import (
 	"bytes"
@@ -9,33 +9,33 @@ import (
 	"net/http"
 )
 
-// jsonRPCClient is the few lines of JSON-RPC the wallet example needs for
+// Client is the few lines of JSON-RPC the example needs for
 // the rollup, which has no Go client this module can use.
-type jsonRPCClient struct {
-	url string
+type Client struct {
+	URL string
 }
 
-// jsonRPCError is an error answer.
-type jsonRPCError struct {
+// Error is a JSON-RPC error answer.
+type Error struct {
 	Code    int             `json:"code"`
 	Message string          `json:"message"`
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
-func (e *jsonRPCError) Error() string {
+func (e *Error) Error() string {
 	if len(e.Data) > 0 {
 		return fmt.Sprintf("%d %s: %s", e.Code, e.Message, e.Data)
 	}
 	return fmt.Sprintf("%d %s", e.Code, e.Message)
 }
 
-// call sends one call and decodes its result into out.
-func (c *jsonRPCClient) call(ctx context.Context, method string, params, out any) error {
+// Call sends one call and decodes its result into out.
+func (c *Client) Call(ctx context.Context, method string, params, out any) error {
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (c *jsonRPCClient) call(ctx context.Context, method string, params, out any
 	}
 	var r struct {
 		Result json.RawMessage `json:"result"`
-		Error  *jsonRPCError   `json:"error"`
+		Error  *Error          `json:"error"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return fmt.Errorf("%s: HTTP %s: %.200s", method, resp.Status, raw)

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"crypto/rand"
@@ -64,7 +64,7 @@ func dashboardURL(addr string) string {
 
 // printDashboard prints the dashboard's ready line, when it is on: its URL
 // and how to sign in.
-func (m *Main) printDashboard() {
+func (m *Server) printDashboard() {
 	if m.Config.Admin.Token == "" {
 		return
 	}

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"cmp"
@@ -95,7 +95,7 @@ type nodesMark struct {
 
 // nodes returns every network's nodes with the network's heads, for the
 // admin API.
-func (m *Main) nodes() any {
+func (m *Server) nodes() any {
 	var out []nodesNetwork
 	cur := m.cur.Load()
 	if cur == nil {
