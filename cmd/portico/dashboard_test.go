@@ -190,6 +190,13 @@ func TestDashboardEndToEnd(t *testing.T) {
 	if node := text(`#networks [data-network="evm-devnet"] tr[data-node] td:first-child`); node != "evm-devnet/embedded" {
 		t.Errorf("evm-devnet's node: %q", node)
 	}
+	// What the node keeps and its own rate (docs/nodes.md): an embedded
+	// devnet's config says nothing, and it has answered no error.
+	for cell, want := range map[string]string{"keeps": "state: not known", "rate": "no bound", "answers": "results only"} {
+		if got := text(`#networks [data-network="evm-devnet"] tr[data-node] td.` + cell); got != want {
+			t.Errorf("evm-devnet's node %s: %q, want %q", cell, got, want)
+		}
+	}
 	// Each network's heads as its family names them: "safe" only where
 	// the family has a safe head.
 	for n, want := range map[string]string{

@@ -509,6 +509,34 @@ function headsLine(net) {
   return [...marks.map((m) => `${m.tag} ${fmt(m.number)}`), `max lag ${fmt(net.maxLag)}`].join(' · ');
 }
 
+// keepsLine says what a node keeps and serves (docs/nodes.md), marking
+// what was learned from its answers rather than configured.
+function keepsLine(k) {
+  if (!k) return '–';
+  const parts = [k.state === 'unknown' ? 'state: not known' : `state: ${k.state}`];
+  if (k.firstBlock) parts.push(`from block ${fmt(k.firstBlock)}`);
+  if (k.serves && k.serves.length) parts.push(`serves ${k.serves.join(', ')}`);
+  if (k.lacks && k.lacks.length) parts.push(`lacks ${k.lacks.join(', ')}`);
+  return parts.join(' · ') + (k.learned ? ' (learned)' : '');
+}
+
+// rateLine is a node's own rate bounds and their use.
+function rateLine(r) {
+  if (!r) return '–';
+  const parts = [];
+  if (r.perSecond) parts.push(`${fmt(r.perSecond)}/s`);
+  if (r.concurrent) parts.push(`${fmt(r.inFlight || 0)} of ${fmt(r.concurrent)} in flight`);
+  if (r.limitedUntil) parts.push('held by its rate limit');
+  return parts.length ? parts.join(' · ') : 'no bound';
+}
+
+// answersLine counts a node's answers by class, results left out.
+function answersLine(a) {
+  if (!a) return '–';
+  const parts = Object.keys(a).filter((c) => c !== 'result').sort().map((c) => `${c} ${fmt(a[c])}`);
+  return parts.length ? parts.join(' · ') : 'results only';
+}
+
 function drawNodes() {
   if (unchanged('nodes', state.nodes)) return;
   const box = $('#networks');
@@ -518,13 +546,14 @@ function drawNodes() {
   }
   box.replaceChildren(...state.nodes.map((net) => {
     const table = el('table', { class: 'cards' },
-      el('thead', {}, el('tr', {}, ['Node', 'Head', 'Lag', 'Latency p50', 'p95', 'Calls', 'Errors', 'State'].map((t, i) =>
+      el('thead', {}, el('tr', {}, ['Node', 'Head', 'Lag', 'Latency p50', 'p95', 'Calls', 'Errors', 'Keeps', 'Own rate', 'Answers', 'State'].map((t, i) =>
         el('th', { class: i > 0 && i < 7 ? 'num' : null, text: t })))),
       el('tbody'));
     const rows = net.nodes.map((n) => {
       const [cls, text] = nodeState(n);
       return { attrs: { 'data-node': n.name }, cells: [td(n.name), td(fmt(n.heads.Latest), 'num head'), td(fmt(n.lag), 'num lag'),
         td(ms(n.p50Ns), 'num'), td(ms(n.p95Ns), 'num'), td(fmt(n.calls), 'num calls'), td(fmt(n.errors), 'num errors'),
+        td(keepsLine(n.keeps), 'keeps'), td(rateLine(n.rate), 'rate'), td(answersLine(n.answers), 'answers'),
         td(el('span', { class: `state ${cls}`, text }))] };
     });
     // Calls answered from the tracked heads (eth_blockNumber, getSlot…)
@@ -532,7 +561,7 @@ function drawNodes() {
     if (net.nodes.length && net.fromHeads !== undefined) {
       rows.push({ attrs: { class: 'from-heads', title: 'Calls answered from the tracked heads, without a node' },
         cells: [td('answered from heads', 'muted'), td('–', 'num'), td('–', 'num'), td('–', 'num'), td('–', 'num'),
-          td(fmt(net.fromHeads), 'num calls'), td('–', 'num'), td('')] });
+          td(fmt(net.fromHeads), 'num calls'), td('–', 'num'), td(''), td(''), td(''), td('')] });
     }
     fill(table, rows, 'No nodes');
     return el('div', { class: 'network', 'data-network': net.name },
