@@ -75,6 +75,11 @@ type Params struct {
 	// itself rather than a node (eth_newFilter and the calls naming its
 	// id).
 	Filter *LogFilter
+	// TxHash, for a call that sends a signed transaction, is that
+	// transaction's hash as the family computes it from its bytes: the
+	// send is broadcast to the network's nodes, and a node that answers
+	// another hash is at fault.
+	TxHash string
 }
 
 // Cacheability says whether and for how long an answer may be served from
@@ -326,6 +331,9 @@ const (
 	// AnswerTooLarge: a range or answer size the node refuses (a log
 	// query): the network splits it.
 	AnswerTooLarge
+	// AnswerKnown: the node already has the transaction it was sent: for
+	// a broadcast send, as good as taking it.
+	AnswerKnown
 )
 
 // String names the class, as in metrics and docs/nodes.md.
@@ -339,6 +347,8 @@ func (a Answer) String() string {
 		return "unhealthy"
 	case AnswerTooLarge:
 		return "too_large"
+	case AnswerKnown:
+		return "known"
 	}
 	return "client"
 }

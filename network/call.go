@@ -135,7 +135,7 @@ func (n *Network) call(ctx context.Context, c Call, frame []byte) Outcome {
 			return framed(frame, res, FromHeads)
 		}
 	}
-	req := upstream.Request{Method: m.Name, Params: params.Send, Write: m.Write, Block: params.Block, Data: m.Data, Served: c.Served,
+	req := upstream.Request{Method: m.Name, Params: params.Send, Write: m.Write, Block: params.Block, Data: m.Data, TxHash: params.TxHash, Served: c.Served,
 		MaxResult: c.MaxResult, Budget: c.Budget}
 	if params.Pin != nil && params.Block.Kind == portico.BlockTag && fresh {
 		if head, ok := n.tags[params.Block.Tag]; ok {

@@ -1,6 +1,14 @@
 package evm
 
-import "github.com/porticohq/portico"
+import (
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/families/rpcparams"
+)
 
 // This file holds what the family knows of its nodes: what each method
 // reads at its block (so that a call about old state goes to a node that
@@ -60,6 +68,16 @@ var Answers = []portico.AnswerRule{
 		Source: "geth: -32000 header not found (a block the node does not have)"},
 	{Words: "block not found", Class: portico.AnswerMissing,
 		Source: "erigon: -32000 block not found <n>; reth, besu: block not found"},
+	// A transaction the node already has: as good as taking it, for a
+	// broadcast send.
+	{Words: "already known", Class: portico.AnswerKnown,
+		Source: "geth txpool.ErrAlreadyKnown, erigon, reth: already known"},
+	{Words: "alreadyknown", Class: portico.AnswerKnown,
+		Source: "nethermind AcceptTxResult.AlreadyKnown"},
+	{Words: "known transaction", Class: portico.AnswerKnown,
+		Source: "besu TRANSACTION_ALREADY_KNOWN: Known transaction"},
+	{Words: "transaction already imported", Class: portico.AnswerKnown,
+		Source: "anvil, reth: transaction already imported"},
 	// A node that cannot serve now.
 	{Words: "database closed", Class: portico.AnswerUnhealthy,
 		Source: "geth: leveldb/pebble database closed (shutting down)"},
@@ -92,7 +110,36 @@ func withData(rows []portico.Method) []portico.Method {
 // withNodes completes a table with what the family knows of its nodes.
 func withNodes(t portico.Table) portico.Table {
 	t.Methods = withData(t.Methods)
-	t.Known = withData(t.Known)
+	t.Known = withData(append(t.Known, sendRules()...))
 	t.Chain.Answers = Answers
 	return t
+}
+
+// sendRules are the rules of the methods that send a signed transaction:
+// the transaction's hash is computed from its bytes, so that the send is
+// broadcast and each node's answer checked against it.
+func sendRules() []portico.Method {
+	return []portico.Method{
+		{Name: "eth_sendRawTransaction", Write: true, Params: sendRawParams},
+	}
+}
+
+// sendRawParams reads [signedTransaction]: what the node gets is the
+// call's own bytes; a transaction that does not decode is left for the
+// node to refuse in its own words.
+func sendRawParams(raw jsontext.Value) (portico.Params, error) {
+	out := portico.Params{Send: raw, Cache: portico.NotCacheable}
+	p, err := rpcparams.Positional(raw, 1, "signedTransaction")
+	if err != nil || len(p) != 1 {
+		return out, nil
+	}
+	var data hexutil.Bytes
+	if json.Unmarshal(p[0], &data) != nil {
+		return out, nil
+	}
+	var tx types.Transaction
+	if tx.UnmarshalBinary(data) == nil {
+		out.TxHash = tx.Hash().Hex()
+	}
+	return out, nil
 }

@@ -68,6 +68,9 @@ type PoolConfig struct {
 	// Answers classifies the nodes' error answers; nil means
 	// NewClassifier of Chain.Answers.
 	Answers *Classifier
+	// Broadcast says where signed transactions go; the zero value sends
+	// each to every node that serves the method.
+	Broadcast Broadcast
 }
 
 // Hedge configures hedged reads: a read that has no answer after a delay
@@ -118,6 +121,9 @@ type Request struct {
 	// Data is what the call reads at Block: it goes only to nodes that
 	// keep that (Member.Reach, and what their answers taught).
 	Data portico.Data
+	// TxHash, for a Write that sends a signed transaction, is its hash:
+	// the send is broadcast (see Broadcast).
+	TxHash string
 }
 
 // Pool sends each call to the best node of a network for that call, hedges
@@ -148,6 +154,8 @@ type Pool struct {
 	observe func(node string, took time.Duration, failed bool)
 	tracer  trace.Tracer
 	answers *Classifier
+	bcast   Broadcast
+	sent    sentTxs // transactions broadcast lately
 
 	view    *chainview.View // the served chain, by hash
 	kick    chan struct{}   // a node's heads changed: follow now
@@ -170,7 +178,7 @@ func NewPool(cfg PoolConfig) *Pool {
 		network: cfg.Network, timeout: cfg.Timeout, attempt: cfg.AttemptTimeout, chain: cfg.Chain,
 		chainID: cfg.ChainID, poll: cfg.PollInterval, maxLag: cfg.MaxLag, hedge: cfg.Hedge,
 		log: cfg.Logger, now: cfg.Now, observe: cfg.OnAttempt, tracer: cfg.Tracer,
-		answers: cfg.Answers,
+		answers: cfg.Answers, bcast: cfg.Broadcast,
 	}
 	if p.answers == nil {
 		p.answers = NewClassifier(p.chain.Answers)
@@ -256,6 +264,9 @@ type attempt struct {
 func (p *Pool) Do(caller context.Context, req Request, dst []byte) (jsontext.Value, error) {
 	if len(p.members) == 0 {
 		return nil, &portico.UpstreamError{Network: p.network, Err: portico.ErrNoUpstream}
+	}
+	if req.Write && req.TxHash != "" && !p.bcast.First {
+		return p.broadcast(caller, req, dst)
 	}
 	order, keptOut := p.order(req)
 	if len(order) == 0 {
@@ -429,7 +440,7 @@ func (c *poolCall) settle(caller context.Context, a attempt) (res jsontext.Value
 		return nil, a.err, true
 	}
 	switch a.class {
-	case answerResult, int(portico.AnswerClient), int(portico.AnswerTooLarge):
+	case answerResult, int(portico.AnswerClient), int(portico.AnswerTooLarge), int(portico.AnswerKnown):
 		if c.slow != nil && a.m != c.slow {
 			c.slow.overtaken(c.slowSent, now)
 		}

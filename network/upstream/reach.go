@@ -41,7 +41,7 @@ type reach struct {
 // Answer classes as counted per node: the portico.Answer classes, then a
 // result and a transport failure.
 const (
-	answerResult  = int(portico.AnswerTooLarge) + 1
+	answerResult  = int(portico.AnswerKnown) + 1
 	answerFailed  = answerResult + 1
 	answerClasses = answerFailed + 1
 )
