@@ -125,7 +125,7 @@ func (p *pipeline) admit() {
 	if r == nil || !r.Limited() {
 		return
 	}
-	release, err := p.g.calls.take(p.rq.id.Name, r, len(p.calls), time.Now())
+	release, err := p.g.calls.Take(p.rq.id.Name, r, len(p.calls), time.Now())
 	if err != nil {
 		p.refused = err
 		for i := range p.outs {

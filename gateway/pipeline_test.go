@@ -15,7 +15,12 @@ var requestPath = []string{
 	"dispatch.go",
 	"pipeline.go",
 	"../network/call.go",
+	"../network/logcost.go",
+	"../network/charge.go",
 	"../metering/meter.go",
+	"../metering/calls.go",
+	"../metering/logprice.go",
+	"../metering/prepaid.go",
 }
 
 // maxFunctionLines is the most lines a function on the request path may
