@@ -360,11 +360,8 @@ func (p *pipeline) chargeAfter() {
 	}
 }
 
-// settleCall gives back what call i does not cost and returns what it
-// cost, recorded for the observers. Failures through our fault or the
-// node's are refunded; a cache hit gives back what configuration says a
-// hit does not cost; a log query that failed part way gives back the
-// price of the part no node answered (network.Outcome.Refund).
+// settleCall gives back what call i does not cost (metering.Unspent)
+// and returns what it cost, recorded for the observers.
 func (p *pipeline) settleCall(i int) int64 {
 	o, pr, bill := &p.outs[i], &p.preps[i], p.bill
 	if bill == nil || bill.Charged == 0 || pr.m == nil {
@@ -372,16 +369,8 @@ func (p *pipeline) settleCall(i int) int64 {
 		return 0
 	}
 	price := int64(pr.m.Cost)
-	refund := int64(0)
-	switch {
-	case o.Err != nil && refundable(o.Err):
-		// Less what its verification's node calls used, which stays.
-		refund = max(price-int64(o.Kept), 0)
-	case o.Err == nil && o.Cache == network.CacheHit && p.rq.st.hitOff > 0:
-		refund = price * int64(p.rq.st.hitOff) / 100
-	case o.Refund > 0:
-		refund = min(int64(o.Refund), price)
-	}
+	refund := metering.Unspent(price, metering.Settled{Failed: o.Err != nil && refundable(o.Err), Kept: int64(o.Kept),
+		Hit: o.Err == nil && o.Cache == network.CacheHit, HitDiscount: p.rq.st.hitOff, Partial: int64(o.Refund)})
 	if refund > 0 {
 		if err := p.g.meter.Refund(p.ctx, bill, metering.Item{Method: pr.m.Name, Cost: refund}); err != nil {
 			p.g.log.Error("refund failed", "key", p.rq.id.Name, "method", pr.m.Name, "err", err)

@@ -21,6 +21,7 @@ var requestPath = []string{
 	"../metering/calls.go",
 	"../metering/logprice.go",
 	"../metering/prepaid.go",
+	"../metering/settle.go",
 }
 
 // maxFunctionLines is the most lines a function on the request path may
