@@ -32,7 +32,9 @@ import (
 //     and the cache said.
 
 // pipeline is one request body on its way through the stages: what each
-// stage leaves for the next. It lives on the handler's stack.
+// stage leaves for the next. It is the request's one allocation of the
+// gateway's own: a body of one call keeps its outcome and preparation
+// here, without slices of their own.
 type pipeline struct {
 	g   *Gateway
 	ctx context.Context
