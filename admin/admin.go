@@ -43,7 +43,7 @@ import (
 	"github.com/porticohq/portico/store"
 )
 
-// Balancer tells a key's balance today; *metering.Meter is one.
+// Balancer tells a key's balance today; *metering.Ledger is one.
 type Balancer interface {
 	Balance(ctx context.Context, id apikey.Identity) (metering.Bill, error)
 }

@@ -18,7 +18,7 @@ import (
 
 const token = "admin-token-for-tests-0123456789"
 
-func setup(t *testing.T) (*httptest.Server, *store.Store, *metering.Meter) {
+func setup(t *testing.T) (*httptest.Server, *store.Store, *metering.Ledger) {
 	ctx := context.Background()
 	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "portico.db"))
 	if err != nil {

@@ -34,17 +34,11 @@ type Authenticator interface {
 
 var _ Authenticator = (*apikey.Set)(nil)
 
-// Meter charges calls in credits; *metering.Meter is one.
-type Meter interface {
-	Charge(ctx context.Context, id apikey.Identity, items []metering.Item) (metering.Bill, error)
-	Refund(ctx context.Context, b *metering.Bill, it metering.Item) error
-	Balance(ctx context.Context, id apikey.Identity) (metering.Bill, error)
-	// Speculate reports whether calls may run while their charge is in
-	// flight; their answers are released only once it succeeded.
-	Speculate(id apikey.Identity, cost int64) bool
-}
-
-var _ Meter = (*metering.Meter)(nil)
+// Meter is metering's one interface to the bounds on a key's credits
+// (metering.Meter), under the name the gateway's callers and tests already
+// use: the gateway charges accepted calls through it and gives back what
+// they did not cost.
+type Meter = metering.Meter
 
 // Network is one served network: the hosts and methods the gateway
 // checks calls against, and the network that serves the calls that pass.
@@ -116,7 +110,7 @@ type Gateway struct {
 	mem          *membudget.Budget  // the process's memory budget
 	keyMem       *membudget.Keys    // each key's, under mem
 	tokens       tokenCache         // JWTs that passed, until they expire
-	calls        keyCalls           // calls in flight and per second, per limited key
+	calls        metering.Calls     // calls in flight and per second, per limited key
 
 	mu      sync.Mutex
 	sockets map[*jsonrpc.Conn]*socket // each socket's network and key

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
-	"math"
-	"sync"
 	"time"
 
 	"github.com/maypok86/otter/v2"
@@ -19,8 +17,8 @@ import (
 // checked once per request (HTTP request or WebSocket handshake), before
 // any allowlist, so that a caller without them learns nothing of the key's
 // settings; its User-Agent list once per request; its contract-address
-// list per call; its bounds on calls per request body. A key without
-// rules (Identity.Rules nil) skips all of it.
+// list per call; its bounds on calls per request body (metering.Calls).
+// A key without rules (Identity.Rules nil) skips all of it.
 
 // authorize checks a request's credentials beyond the key in the path:
 // the key's secret (the password of HTTP Basic auth, or the
@@ -101,69 +99,4 @@ func (t tokenCache) verify(j *apikey.JWT, token, keyName string, now time.Time) 
 	}
 	t.c.Set(k, exp)
 	return nil
-}
-
-// keyCalls holds each limited key's calls in flight and its bucket of
-// calls per second, in this instance.
-type keyCalls struct {
-	mu   sync.Mutex
-	keys map[string]*keyCallState
-}
-
-type keyCallState struct {
-	inFlight int
-	// rated keys keep their bucket (one per limited key in the store);
-	// others are forgotten when nothing is in flight.
-	rated  bool
-	tokens float64
-	last   time.Time
-}
-
-// take admits n calls of the key named name under its bounds, or refuses
-// them all with a *portico.QuotaError that says when to retry. release
-// ends the calls.
-func (k *keyCalls) take(name string, r *apikey.Rules, n int, now time.Time) (release func(), err error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.keys == nil {
-		k.keys = map[string]*keyCallState{}
-	}
-	s := k.keys[name]
-	if s == nil {
-		s = &keyCallState{rated: r.RequestsPerSecond > 0, tokens: float64(r.RequestsPerSecond), last: now}
-		k.keys[name] = s
-	}
-	if r.MaxConcurrent > 0 && s.inFlight+n > r.MaxConcurrent {
-		k.forget(name, s)
-		return nil, &portico.QuotaError{Limit: portico.QuotaConcurrent, Key: name, Cost: int64(n), Rate: int64(r.MaxConcurrent), RetryAfter: time.Second}
-	}
-	if rps := float64(r.RequestsPerSecond); rps > 0 {
-		// A bucket of one second's calls, refilled continuously.
-		s.tokens = math.Min(rps, s.tokens+now.Sub(s.last).Seconds()*rps)
-		s.last = now
-		if s.tokens < float64(n) {
-			wait := time.Duration((float64(n) - s.tokens) / rps * float64(time.Second))
-			if float64(n) > rps {
-				wait = time.Second // more calls than one second holds: never fits
-			}
-			k.forget(name, s)
-			return nil, &portico.QuotaError{Limit: portico.QuotaRequests, Key: name, Cost: int64(n), Rate: int64(r.RequestsPerSecond), RetryAfter: wait}
-		}
-		s.tokens -= float64(n)
-	}
-	s.inFlight += n
-	return func() {
-		k.mu.Lock()
-		s.inFlight -= n
-		k.forget(name, s)
-		k.mu.Unlock()
-	}, nil
-}
-
-// forget drops the state of a key without a bucket and with nothing in
-// flight; it is made again when needed. Called with mu held.
-func (k *keyCalls) forget(name string, s *keyCallState) {
-	if s.inFlight == 0 && !s.rated {
-		delete(k.keys, name)
-	}
 }

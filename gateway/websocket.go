@@ -204,14 +204,9 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		release()
 		return nil // Accept has answered the client
 	}
-	limits := jsonrpc.ConnLimits{
-		MaxMessageBytes:  lim.MaxWSMessageBytes,
-		MaxInFlight:      maxInFlightPerSocket,
-		IdleTimeout:      lim.WSIdleTimeout,
-		MaxSubscriptions: lim.MaxSubscriptionsPerConnection,
-		MaxQueue:         lim.MaxNotificationQueue,
-		Memory:           membudget.New("connection", lim.ConnectionMemoryBytes, g.keyMem.Of(rq.id.Name)),
-	}
+	limits := jsonrpc.ConnLimitsOf(*lim)
+	limits.MaxInFlight = maxInFlightPerSocket
+	limits.Memory = membudget.New("connection", lim.ConnectionMemoryBytes, g.keyMem.Of(rq.id.Name))
 	if hw, ok := w.(*hijackWriter); ok {
 		limits.Socket = hw.sock
 	}

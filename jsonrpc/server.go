@@ -51,11 +51,22 @@ type Limits struct {
 	MaxConnections int
 }
 
-// DefaultLimits are the gateway's default limits (config.DefaultConfig):
+// DefaultLimits are the server's bounds of portico.DefaultLimits, the
+// limits `portico serve` runs with when its config sets none (LimitsOf:
 // 5 MiB bodies and messages, batches of 100 and 1024 WebSocket
-// connections.
+// connections), with DefaultConnLimits for each connection.
 func DefaultLimits() Limits {
-	return Limits{MaxBodyBytes: 5 << 20, MaxBatch: 100, Conn: DefaultConnLimits(), MaxConnections: 1024}
+	l := LimitsOf(portico.DefaultLimits())
+	l.Conn = DefaultConnLimits()
+	return l
+}
+
+// LimitsOf are the bounds of l (the one limits model, which the config
+// file decodes into) that a Server holds its clients to: the body, the
+// batch, each connection's (ConnLimitsOf) and the WebSocket connections
+// open at once.
+func LimitsOf(l portico.Limits) Limits {
+	return Limits{MaxBodyBytes: l.MaxBodyBytes, MaxBatch: l.MaxBatch, Conn: ConnLimitsOf(l), MaxConnections: l.MaxWSConnections}
 }
 
 func (l Limits) withDefaults() Limits {

@@ -74,15 +74,27 @@ type ConnLimits struct {
 	MaxSubscriptions int
 }
 
-// DefaultConnLimits are 5 MiB messages, 64 messages in flight, reading
-// paused while 4 MiB wait to be written, 1024 queued notifications or 16
-// MiB, 10 minutes idle, a ping every 30 s, 10 s to write a message, 30 s
+// DefaultConnLimits are the connection limits of portico.DefaultLimits
+// (ConnLimitsOf: 5 MiB messages, 1024 queued notifications, 10 minutes
+// idle, 100 subscriptions) and the connection's own: 64 messages in
+// flight, reading paused while 4 MiB wait to be written, 16 MiB of
+// queued notifications, a ping every 30 s, 10 s to write a message, 30 s
 // for a close frame to get through after a cut-off (as long as a ping may
-// wait for its answer) and 100 subscriptions.
+// wait for its answer).
 func DefaultConnLimits() ConnLimits {
-	return ConnLimits{MaxMessageBytes: 5 << 20, MaxInFlight: 64, PauseQueueBytes: 4 << 20, MaxQueue: 1024, MaxQueueBytes: 16 << 20,
-		IdleTimeout: 10 * time.Minute, PingInterval: 30 * time.Second, WriteTimeout: 10 * time.Second, CloseTimeout: 30 * time.Second,
-		MaxSubscriptions: 100}
+	l := ConnLimitsOf(portico.DefaultLimits())
+	l.MaxInFlight, l.PauseQueueBytes, l.MaxQueueBytes = 64, 4<<20, 16<<20
+	l.PingInterval, l.WriteTimeout, l.CloseTimeout = 30*time.Second, 10*time.Second, 30*time.Second
+	return l
+}
+
+// ConnLimitsOf are the bounds of l (the one limits model, which the config
+// file decodes into) that hold each WebSocket connection: its messages'
+// size, queued notifications, idle time and subscriptions. The others
+// (Memory, Socket and the connection's own) are left for the caller.
+func ConnLimitsOf(l portico.Limits) ConnLimits {
+	return ConnLimits{MaxMessageBytes: l.MaxWSMessageBytes, MaxQueue: l.MaxNotificationQueue, IdleTimeout: l.WSIdleTimeout,
+		MaxSubscriptions: l.MaxSubscriptionsPerConnection}
 }
 
 func (l ConnLimits) withDefaults() ConnLimits {

@@ -1,5 +1,10 @@
-// Package metering charges calls in credits against each key's daily
-// balance and rate limit, and keeps per-day, per-method usage history.
+// Package metering holds every bound a key or a call has: the credits a
+// call is charged against its key's daily balance and rate limit, and
+// given back when it did not cost them (Meter, the one interface the
+// gateway and the networks charge through; Ledger is the one that keeps
+// per-day, per-method usage history); a key's own bounds on calls in
+// flight and per second (Calls); what log queries cost (LogPrice); and
+// the prepaid credits of notifications (Prepaid).
 //
 // A charge goes through three parts:
 //
@@ -29,7 +34,7 @@ import (
 	"github.com/porticohq/portico/store"
 )
 
-// Config configures a Meter.
+// Config configures a Ledger.
 type Config struct {
 	// Counter holds balances and rate budgets; required.
 	Counter Counter
@@ -89,7 +94,7 @@ type Pinger interface {
 
 // Ping checks that the meter can charge: its counter's backend (Redis)
 // and the store that receives usage answer.
-func (m *Meter) Ping(ctx context.Context) error {
+func (m *Ledger) Ping(ctx context.Context) error {
 	if p, ok := m.counter.(Pinger); ok {
 		if err := p.Ping(ctx); err != nil {
 			return fmt.Errorf("counter: %w", err)
@@ -101,8 +106,28 @@ func (m *Meter) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Meter charges calls. It is safe for concurrent use.
-type Meter struct {
+// Meter is every bound on a key's credits the gateway and the networks
+// charge through: a call's charge against the key's daily balance and
+// rate, a refund of what it did not cost, the balance, and whether calls
+// may run while their charge is on its way. *Ledger is one.
+type Meter interface {
+	// Charge charges items as one unit, or refuses them all.
+	Charge(ctx context.Context, id apikey.Identity, items []Item) (Bill, error)
+	// Refund gives back it of the charge b tells, and updates b.
+	Refund(ctx context.Context, b *Bill, it Item) error
+	// Balance is the key's balance today, without a charge.
+	Balance(ctx context.Context, id apikey.Identity) (Bill, error)
+	// Speculate reports whether calls costing cost may run while their
+	// charge is in flight; their answers are released only once it
+	// succeeded.
+	Speculate(id apikey.Identity, cost int64) bool
+}
+
+var _ Meter = (*Ledger)(nil)
+
+// Ledger charges calls: the counter, the journal and the usage history
+// (see the package comment). It is safe for concurrent use.
+type Ledger struct {
 	counter  Counter
 	store    *store.Store
 	instance string
@@ -134,14 +159,14 @@ type Meter struct {
 // New builds a meter and, when there is a journal, replays into the store
 // whatever a previous run journaled but did not flush. It starts nothing;
 // call Run.
-func New(ctx context.Context, cfg Config) (*Meter, error) {
+func New(ctx context.Context, cfg Config) (*Ledger, error) {
 	if cfg.Counter == nil || cfg.Store == nil {
 		return nil, errors.New("metering: Counter and Store are required")
 	}
 	if cfg.JournalDir != "" && cfg.Instance == "" {
 		return nil, errors.New("metering: Instance is required with JournalDir")
 	}
-	m := &Meter{
+	m := &Ledger{
 		counter: cfg.Counter, store: cfg.Store, instance: cfg.Instance, interval: cfg.FlushInterval,
 		clock: cfg.Clock, log: cfg.Logger, deltas: map[usageKey]delta{},
 		stop: make(chan struct{}), done: make(chan struct{}),
@@ -167,7 +192,7 @@ func New(ctx context.Context, cfg Config) (*Meter, error) {
 
 // recover replays journal records past the store's checkpoint, writes them
 // to the store and starts a fresh segment.
-func (m *Meter) recover(ctx context.Context, dir string) error {
+func (m *Ledger) recover(ctx context.Context, dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("metering: journal: %w", err)
 	}
@@ -204,7 +229,7 @@ func (m *Meter) recover(ctx context.Context, dir string) error {
 }
 
 // add sums a record into the pending deltas.
-func (m *Meter) add(r record) {
+func (m *Ledger) add(r record) {
 	k := usageKey{r.day, r.keyID, r.method}
 	d := m.deltas[k]
 	if r.refund {
@@ -218,7 +243,7 @@ func (m *Meter) add(r record) {
 }
 
 // rows returns the pending deltas as store rows.
-func (m *Meter) rows() []store.Usage {
+func (m *Ledger) rows() []store.Usage {
 	rows := make([]store.Usage, 0, len(m.deltas))
 	for k, d := range m.deltas {
 		if d.calls != 0 || d.credits != 0 {
@@ -239,7 +264,7 @@ func BillingDay(t time.Time) (day string, resetAt time.Time) {
 
 // billingDay is BillingDay, with the day's name kept until its end rather
 // than formatted for every charge.
-func (m *Meter) billingDay(t time.Time) (string, time.Time) {
+func (m *Ledger) billingDay(t time.Time) (string, time.Time) {
 	if d := m.today.Load(); d != nil && t.Before(d.reset) && !t.Before(d.start) {
 		return d.day, d.reset
 	}
@@ -258,7 +283,7 @@ type dayRange struct {
 // balance and the rate limit, or none is charged and the error is a
 // *portico.QuotaError. A counter or journal failure refuses the calls too
 // (portico.ErrMeteringUnavailable): nothing is served unbilled.
-func (m *Meter) Charge(ctx context.Context, id apikey.Identity, items []Item) (Bill, error) {
+func (m *Ledger) Charge(ctx context.Context, id apikey.Identity, items []Item) (Bill, error) {
 	day, reset := m.billingDay(m.clock())
 	b := Bill{KeyID: id.ID, Day: day, Daily: id.DailyCredits, ResetAt: reset}
 	var total int64
@@ -327,7 +352,7 @@ const speculateMargin = 16
 // one to the node instead of adding to it. If the charge fails after all,
 // the answers are dropped and the calls get the charge's error; nothing is
 // overspent, the node just did the work for nothing.
-func (m *Meter) Speculate(id apikey.Identity, cost int64) bool {
+func (m *Ledger) Speculate(id apikey.Identity, cost int64) bool {
 	if !m.remote || id.RatePerSecond > 0 {
 		return false
 	}
@@ -337,7 +362,7 @@ func (m *Meter) Speculate(id apikey.Identity, cost int64) bool {
 
 // Refund gives back what it charged for a call that failed through no fault
 // of the caller, and updates b.
-func (m *Meter) Refund(ctx context.Context, b *Bill, it Item) error {
+func (m *Ledger) Refund(ctx context.Context, b *Bill, it Item) error {
 	if it.Cost == 0 {
 		return nil
 	}
@@ -350,12 +375,12 @@ func (m *Meter) Refund(ctx context.Context, b *Bill, it Item) error {
 }
 
 // Balance returns the key's balance today without charging anything.
-func (m *Meter) Balance(ctx context.Context, id apikey.Identity) (Bill, error) {
+func (m *Ledger) Balance(ctx context.Context, id apikey.Identity) (Bill, error) {
 	return m.Charge(ctx, id, nil)
 }
 
 // record journals items and adds them to the pending deltas.
-func (m *Meter) record(day string, keyID int64, items []Item, refund bool) error {
+func (m *Ledger) record(day string, keyID int64, items []Item, refund bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.recs = m.recs[:0]
@@ -377,7 +402,7 @@ func (m *Meter) record(day string, keyID int64, items []Item, refund bool) error
 
 // unavailable logs a counter or journal failure and wraps it as
 // ErrMeteringUnavailable, so the call is refused rather than served unbilled.
-func (m *Meter) unavailable(ctx context.Context, err error) error {
+func (m *Ledger) unavailable(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		// The caller went away while the counter was asked; the counter
 		// itself is fine.
@@ -388,7 +413,7 @@ func (m *Meter) unavailable(ctx context.Context, err error) error {
 }
 
 // Flush writes pending usage to the store now.
-func (m *Meter) Flush(ctx context.Context) error {
+func (m *Ledger) Flush(ctx context.Context) error {
 	m.flushMu.Lock()
 	defer m.flushMu.Unlock()
 	m.mu.Lock()
@@ -432,7 +457,7 @@ func (m *Meter) Flush(ctx context.Context) error {
 }
 
 // Run flushes every FlushInterval until Close.
-func (m *Meter) Run() {
+func (m *Ledger) Run() {
 	if !m.running.CompareAndSwap(false, true) {
 		return
 	}
@@ -455,7 +480,7 @@ func (m *Meter) Run() {
 
 // Close stops Run (if it runs), flushes what is pending and closes the
 // journal.
-func (m *Meter) Close() error {
+func (m *Ledger) Close() error {
 	select {
 	case <-m.stop:
 		return nil

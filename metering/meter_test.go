@@ -58,7 +58,7 @@ func newRedis(t *testing.T) (*redis.Client, string) {
 
 // hammer charges from n goroutines until the balance is gone and returns
 // the credits of the accepted charges.
-func hammer(t *testing.T, meters []*metering.Meter, id apikey.Identity, n int, items []metering.Item) (accepted int64) {
+func hammer(t *testing.T, meters []*metering.Ledger, id apikey.Identity, n int, items []metering.Item) (accepted int64) {
 	t.Helper()
 	var total atomic.Int64
 	var wg sync.WaitGroup
@@ -100,7 +100,7 @@ func TestExactOneInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	accepted := hammer(t, []*metering.Meter{m}, id, 500, batch)
+	accepted := hammer(t, []*metering.Ledger{m}, id, 500, batch)
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestExactTwoInstancesRedis(t *testing.T) {
 	dsn := testsvc.Postgres(t)
 	rdb, prefix := newRedis(t)
 	redisURL, _ := testsvc.Redis(t)
-	var meters []*metering.Meter
+	var meters []*metering.Ledger
 	var stores []*store.Store
 	for i := range 2 {
 		s, err := store.OpenPostgres(ctx, dsn)

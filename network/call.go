@@ -148,31 +148,7 @@ func (n *Network) call(ctx context.Context, c Call, frame []byte) Outcome {
 		}
 	}
 
-	policy := params.Cache
-	if n.cache == nil || m.Write {
-		policy = portico.NotCacheable
-	}
-	var key string
-	// at is the hash of the block an answer that is not final is about,
-	// as the served chain has it when the call leaves: the answer is kept
-	// only if that block is still on the chain when it comes back.
-	var at string
-	switch policy {
-	case portico.Immutable, portico.FinalResult:
-		key = cacheKey(n.keyForm, n.name, m.Name, req.Params, 0)
-	case portico.ByBlock:
-		if req.Block.Kind == portico.BlockNumber {
-			key = cacheKey(n.keyForm, n.name, m.Name, req.Params, 0)
-			if req.Block.Number > heads.Finalized {
-				at, _ = n.up.View().Canonical(req.Block.Number)
-			}
-		}
-	case portico.PerHead:
-		if fresh && heads.Latest > 0 && heads.Head.Hash != "" {
-			key = cacheKey(n.keyForm, n.name, m.Name, req.Params, heads.Latest)
-			at = heads.Head.Hash
-		}
-	}
+	policy, key, at := n.cachePlace(m, params.Cache, &req, &heads, fresh)
 	state := CacheNone
 	if key != "" {
 		final := policy == portico.Immutable || policy == portico.FinalResult ||
@@ -241,6 +217,36 @@ func (n *Network) call(ctx context.Context, c Call, frame []byte) Outcome {
 		return Outcome{Result: res, Framed: full, Cache: state}
 	}
 	return Outcome{Result: res, Cache: state}
+}
+
+// cachePlace says how a call's answer may be cached (its params' rule,
+// none on a network without a cache or for a write) and under which key
+// ("" when it is not cached). at is the hash of the block an answer that
+// is not final is about, as the served chain has it when the call
+// leaves: the answer is kept only if that block is still on the chain
+// when it comes back.
+func (n *Network) cachePlace(m *portico.Method, rule portico.Cacheability, req *upstream.Request, heads *portico.Heads, fresh bool) (policy portico.Cacheability, key, at string) {
+	policy = rule
+	if n.cache == nil || m.Write {
+		policy = portico.NotCacheable
+	}
+	switch policy {
+	case portico.Immutable, portico.FinalResult:
+		key = cacheKey(n.keyForm, n.name, m.Name, req.Params, 0)
+	case portico.ByBlock:
+		if req.Block.Kind == portico.BlockNumber {
+			key = cacheKey(n.keyForm, n.name, m.Name, req.Params, 0)
+			if req.Block.Number > heads.Finalized {
+				at, _ = n.up.View().Canonical(req.Block.Number)
+			}
+		}
+	case portico.PerHead:
+		if fresh && heads.Latest > 0 && heads.Head.Hash != "" {
+			key = cacheKey(n.keyForm, n.name, m.Name, req.Params, heads.Latest)
+			at = heads.Head.Hash
+		}
+	}
+	return policy, key, at
 }
 
 // store keeps an answer as long as the family's rule allows, judged

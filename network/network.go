@@ -23,7 +23,6 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/metering"
-	"github.com/porticohq/portico/metering/apikey"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/network/chainview"
 	"github.com/porticohq/portico/network/upstream"
@@ -56,14 +55,11 @@ type Upstream interface {
 
 var _ Upstream = (*upstream.Pool)(nil)
 
-// Meter charges keys for notifications and gives back what was paid for
-// and not sent; *metering.Meter is one.
-type Meter interface {
-	Charge(ctx context.Context, id apikey.Identity, items []metering.Item) (metering.Bill, error)
-	Refund(ctx context.Context, b *metering.Bill, it metering.Item) error
-}
-
-var _ Meter = (*metering.Meter)(nil)
+// Meter is metering's one interface to the bounds on a key's credits
+// (metering.Meter), under the name the network's callers already use: the
+// network charges through it for notifications and a verification's node
+// calls, and gives back what was paid for and not used.
+type Meter = metering.Meter
 
 // Config is what a Network needs. Name and Upstream are required.
 type Config struct {

@@ -33,7 +33,7 @@ type hub struct {
 }
 
 func newHub(n *Network, subs portico.Subscriptions, meter Meter) *hub {
-	return &hub{n: n, subs: subs, acc: accounts{meter: meter, n: n}, topics: map[topicKey]*topic{}}
+	return &hub{n: n, subs: subs, acc: newAccounts(meter, n), topics: map[topicKey]*topic{}}
 }
 
 // pay charges c's key for one notification of cost credits.

@@ -68,7 +68,7 @@ type Server struct {
 	Devnets map[string]families.Devnet
 	// Store holds keys and usage; Meter charges calls (nil when off).
 	Store *store.Store
-	Meter *metering.Meter
+	Meter *metering.Ledger
 	// MetricsAddr is the address of metrics.listen, when set.
 	MetricsAddr string
 

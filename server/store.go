@@ -180,7 +180,7 @@ func instanceName(cfg *config.Config) (string, error) {
 }
 
 // newMeter builds the meter the config asks for; nil when metering is off.
-func (m *Server) newMeter(ctx context.Context, s *store.Store) (*metering.Meter, error) {
+func (m *Server) newMeter(ctx context.Context, s *store.Store) (*metering.Ledger, error) {
 	cfg := &m.Config
 	if cfg.Metering.Disabled {
 		return nil, nil

@@ -48,6 +48,7 @@ var setups = map[string]func(context.Context, *cli) error{
 	"subs":        subsSetup,
 	"guess":       guessSetup,
 	"allowlist":   allowlistSetup,
+	"compare":     compareSetup,
 }
 
 func run(ctx context.Context, c *cli) error {

@@ -20,7 +20,7 @@ import (
 type cli struct {
 	Portico     string        `help:"portico binary to run." default:"bin/portico"`
 	Fixtures    string        `help:"fixtures directory (testdata/fixtures)." default:"testdata/fixtures"`
-	Setup       []string      `help:"setups to run: trivial, geth (embedded in portico), geth-remote (in another process, over HTTP), metering, fixed (issue 15: a fake EVM node, pass-through, cache hit, erpc), chaos (issue 15: three fake nodes, one killed, frozen, lagging), observe (issue 16: metrics, access log and traces on vs off), subs (issue 17: WebSocket clients subscribed to new heads), guess (issue 23: wrong admin tokens from one address), allowlist (issue 33: a key with a contract-address allowlist, --baseline before and --portico after)." default:"trivial,geth,geth-remote"`
+	Setup       []string      `help:"setups to run: trivial, geth (embedded in portico), geth-remote (in another process, over HTTP), metering, fixed (issue 15: a fake EVM node, pass-through, cache hit, erpc), chaos (issue 15: three fake nodes, one killed, frozen, lagging), observe (issue 16: metrics, access log and traces on vs off), subs (issue 17: WebSocket clients subscribed to new heads), guess (issue 23: wrong admin tokens from one address), allowlist (issue 33: a key with a contract-address allowlist, --baseline before and --portico after), compare (issue 34: the small call and the block, pass-through and cache hit, --baseline before and --portico after, with CPU per call)." default:"trivial,geth,geth-remote"`
 	Redis       string        `help:"Redis for the metering setup." default:"redis://127.0.0.1:6379/0"`
 	Duration    time.Duration `help:"measured time per round." default:"5s"`
 	Warmup      time.Duration `help:"warm-up per round." default:"1s"`
@@ -41,7 +41,7 @@ type cli struct {
 	// The guess setup (guess.go).
 	GuessBaseline string `help:"guess setup: another portico binary (built before the fix) measured the same way first."`
 	// The allowlist setup (allowlist.go).
-	Baseline string `help:"allowlist setup: the portico binary from before the change, measured beside --portico in the same run."`
+	Baseline string `help:"allowlist and compare setups: the portico binary from before the change, measured beside --portico in the same run."`
 
 	// logs receives the log of every portico and devnet process the run
 	// starts, so that their lines do not break up the table on a terminal.
