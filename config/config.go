@@ -247,6 +247,11 @@ type Network struct {
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// Hedge configures hedged reads.
 	Hedge Hedge `yaml:"hedge"`
+	// Broadcast says where signed transactions go: [all] (the default:
+	// every node that serves the method, at once), [first] (one node, as
+	// any call), or the names of the upstreams to send them to (a private
+	// relay alone, say).
+	Broadcast []string `yaml:"broadcast"`
 	// Devnet configures the embedded devnet used when there are no
 	// upstreams.
 	Devnet Devnet `yaml:"devnet"`
@@ -364,6 +369,32 @@ func (u Upstream) Reach() portico.Reach {
 		r.StateBlocks = n
 	}
 	return r
+}
+
+// Broadcast modes a network's broadcast may name alone.
+const (
+	BroadcastAll   = "all"
+	BroadcastFirst = "first"
+)
+
+// checkBroadcast checks a network's broadcast: all, first, or upstream
+// names.
+func checkBroadcast(field string, n Network) error {
+	names := map[string]bool{}
+	for _, u := range n.Upstreams {
+		names[u.Name] = true
+	}
+	for i, b := range n.Broadcast {
+		switch {
+		case b == BroadcastAll || b == BroadcastFirst:
+			if len(n.Broadcast) > 1 {
+				return fmt.Errorf("config: %s.broadcast[%d]: %s stands alone", field, i, b)
+			}
+		case b == "" || !names[b]:
+			return fmt.Errorf("config: %s.broadcast[%d]: %q is not all, first, or the name of one of the network's upstreams", field, i, b)
+		}
+	}
+	return nil
 }
 
 // HistoryArchive is the history of a node that keeps every block's state.
@@ -708,6 +739,9 @@ func (c *Config) Validate() error {
 			if err := checkReach(fmt.Sprintf("%s.upstreams[%d]", field, j), u); err != nil {
 				return err
 			}
+		}
+		if err := checkBroadcast(field, n); err != nil {
+			return err
 		}
 		for m, cost := range n.Costs {
 			if cost < 0 {

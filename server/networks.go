@@ -68,6 +68,7 @@ func (m *Server) network(ctx context.Context, n *config.Network, meter network.M
 		Network: n.Name, Members: members, Timeout: n.Timeout, AttemptTimeout: n.AttemptTimeout, Logger: m.log,
 		Chain: table.Chain, ChainID: n.ChainID, MaxLag: n.MaxLag, PollInterval: n.PollInterval,
 		Hedge:     upstream.Hedge{Disabled: n.Hedge.Disabled, MinDelay: n.Hedge.MinDelay, MaxDelay: n.Hedge.MaxDelay},
+		Broadcast: broadcastOf(n.Broadcast),
 		OnAttempt: m.attemptObserver(n.Name), Tracer: m.tracer,
 	})
 	res.closers = append(res.closers, res.pool)
@@ -147,4 +148,15 @@ func devnetConfig(dataDir string, log *slog.Logger, n *config.Network) families.
 		ChainRLP:    n.Devnet.ChainRLP,
 		Logger:      log.With("devnet", n.Name),
 	}
+}
+
+// broadcastOf is where a network's config sends signed transactions.
+func broadcastOf(b []string) upstream.Broadcast {
+	switch {
+	case len(b) == 1 && b[0] == config.BroadcastFirst:
+		return upstream.Broadcast{First: true}
+	case len(b) == 1 && b[0] == config.BroadcastAll:
+		return upstream.Broadcast{}
+	}
+	return upstream.Broadcast{To: b}
 }

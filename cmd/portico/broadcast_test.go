@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
+)
+
+// txFront is a node in front of a real anvil for fault injection: a
+// dropper answers a sent transaction's hash and never passes it on (a
+// node whose pool evicts it, or with no peers); a liar answers another
+// hash; any other front passes everything on. It counts the sends.
+type txFront struct {
+	node  string
+	drop  bool
+	lie   bool
+	sends atomic.Int64
+	srv   *httptest.Server
+}
+
+func newTxFront(t *testing.T, f *txFront) *txFront {
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params []hexutil.Bytes `json:"params"`
+		}
+		if json.Unmarshal(body, &req) == nil && req.Method == "eth_sendRawTransaction" && len(req.Params) == 1 {
+			f.sends.Add(1)
+			var tx types.Transaction
+			// A dropping node still checks the nonce, as a pool does:
+			// a used one gets the node's own error.
+			if (f.drop || f.lie) && tx.UnmarshalBinary(req.Params[0]) == nil && !nonceUsed(t, f.node, &tx) {
+				hash := tx.Hash()
+				if f.lie {
+					hash[0] ^= 0xff
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%q}`, req.ID, hash.Hex())
+				return
+			}
+		}
+		resp, err := http.Post(f.node, "application/json", bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", "application/json")
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// nonceUsed reports whether tx's nonce is below its sender's on node.
+func nonceUsed(t *testing.T, node string, tx *types.Transaction) bool {
+	from, err := types.Sender(types.LatestSignerForChainID(tx.ChainId()), tx)
+	if err != nil {
+		return false
+	}
+	var n hexutil.Uint64
+	json.Unmarshal(nodeRPC(t, node, "eth_getTransactionCount", from, "latest"), &n)
+	return tx.Nonce() < uint64(n)
+}
+
+// TestBroadcastLands: three fronts of one anvil, the first two of which
+// drop the transactions they are sent (and a fourth that answers other
+// hashes): 20 transfers signed by go-ethereum's ethclient through Portico
+// all land, in order, each sent once to every node; the client's own
+// error (a nonce already used) comes back as the node wrote it; the same
+// bytes sent again are answered without a second broadcast.
+func TestBroadcastLands(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	node := startAnvil(t, ctx).URL()
+	drop1 := newTxFront(t, &txFront{node: node, drop: true})
+	drop2 := newTxFront(t, &txFront{node: node, drop: true})
+	liar := newTxFront(t, &txFront{node: node, lie: true})
+	honest := newTxFront(t, &txFront{node: node})
+	cfg := verifyConfigFor(map[string]string{"drop1": drop1.srv.URL, "drop2": drop2.srv.URL, "liar": liar.srv.URL, "honest": honest.srv.URL},
+		[]string{"drop1", "drop2", "liar", "honest"}, "off")
+	client, err := ethclient.DialContext(ctx, start(t, cfg).url(t, "anvil"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// anvil's first dev account.
+	key, _ := crypto.HexToECDSA("ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80")
+	from := crypto.PubkeyToAddress(key.PublicKey)
+	chainID, err := client.ChainID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := types.LatestSignerForChainID(chainID)
+	start, err := client.PendingNonceAt(ctx, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := common.HexToAddress("0x000000000000000000000000000000000000b0b0")
+	var txs []*types.Transaction
+	for i := range uint64(20) {
+		tx, err := types.SignNewTx(key, signer, &types.DynamicFeeTx{ChainID: chainID, Nonce: start + i, To: &to, Value: big.NewInt(int64(i + 1)),
+			Gas: 21000, GasTipCap: big.NewInt(1e9), GasFeeCap: big.NewInt(1e11)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := client.SendTransaction(ctx, tx); err != nil {
+			t.Fatalf("transaction %d: %v", i, err)
+		}
+		txs = append(txs, tx)
+	}
+	var last uint64
+	for i, tx := range txs {
+		var r *types.Receipt
+		for r == nil && ctx.Err() == nil {
+			if r, _ = client.TransactionReceipt(ctx, tx.Hash()); r == nil {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		if r == nil || r.Status != types.ReceiptStatusSuccessful {
+			t.Fatalf("transaction %d did not land", i)
+		}
+		if r.BlockNumber.Uint64() < last {
+			t.Errorf("transaction %d landed in block %d, before the one before it (%d)", i, r.BlockNumber, last)
+		}
+		last = r.BlockNumber.Uint64()
+	}
+	for name, f := range map[string]*txFront{"drop1": drop1, "drop2": drop2, "honest": honest} {
+		if f.sends.Load() != 20 {
+			t.Errorf("%s was sent %d of the 20 transactions", name, f.sends.Load())
+		}
+	}
+	// The liar's first wrong hash benched it: it is not sent the next.
+	if liar.sends.Load() == 0 || liar.sends.Load() == 20 {
+		t.Errorf("the node answering other hashes was sent %d of 20", liar.sends.Load())
+	}
+
+	// The same bytes again: answered as before, no node asked.
+	if err := client.SendTransaction(ctx, txs[3]); err != nil {
+		t.Errorf("a retry of a sent transaction: %v", err)
+	}
+	if honest.sends.Load() != 20 {
+		t.Errorf("a retry was broadcast again (%d sends)", honest.sends.Load())
+	}
+
+	// The client's own error, as the node writes it: another transaction
+	// with a nonce already used.
+	reuse, _ := types.SignNewTx(key, signer, &types.DynamicFeeTx{ChainID: chainID, Nonce: start, To: &to, Value: big.NewInt(99),
+		Gas: 21000, GasTipCap: big.NewInt(1e9), GasFeeCap: big.NewInt(1e11)})
+	raw, _ := reuse.MarshalBinary()
+	got, rpcErr, _ := gatewayCall(t, honest.srv.URL, "eth_sendRawTransaction", []any{hexutil.Bytes(raw)})
+	direct, _ := json.Marshal(rpcErr)
+	sent := client.SendTransaction(ctx, reuse)
+	if sent == nil || rpcErr == nil || sent.Error() != rpcErr.Message {
+		t.Errorf("a used nonce: through Portico %v, the node %s %s", sent, got, direct)
+	}
+}
