@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -26,6 +27,10 @@ type reach struct {
 	limiter *rate.Limiter // nil: no bound per second
 	slots   chan struct{} // nil: no bound on calls in flight
 
+	// learned is set once anything was learned or limited: until then the
+	// hot path reads the configured reach alone, taking no lock.
+	learned atomic.Bool
+
 	mu           sync.Mutex
 	stateDepth   uint64    // learned: lacks state this many blocks below its head, and deeper
 	stateUntil   time.Time // when that is forgotten
@@ -35,7 +40,7 @@ type reach struct {
 	okOldest     uint64               // the oldest block it answered for, while firstBlock holds
 	lacks        map[string]time.Time // learned: methods it does not serve, until
 	limitedUntil time.Time            // its own rate limit said to wait
-	answers      [answerClasses]uint64
+	answers      [answerClasses]atomic.Uint64 // not under mu
 }
 
 // Answer classes as counted per node: the portico.Answer classes, then a
@@ -106,6 +111,9 @@ func (r *reach) keeps(t target, head uint64, now time.Time) (configured, learned
 		return false, true
 	}
 	configured, learned = true, true
+	if !r.learned.Load() && r.cfg.StateBlocks == 0 && r.cfg.FirstBlock == 0 {
+		return configured, learned
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if until, ok := r.lacks[t.method]; ok && now.Before(until) {
@@ -147,6 +155,7 @@ func (r *reach) keeps(t target, head uint64, now time.Time) (configured, learned
 // nearer the head. A node configured as an archive is not learned to lack
 // state: its answer is taken as being about that call alone.
 func (r *reach) learnMissing(t target, head uint64, lacksMethod bool, now time.Time) {
+	r.learned.Store(true)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -227,6 +236,7 @@ func (r *reach) learnHas(t target, head uint64, now time.Time) {
 
 // limit leaves the node alone until now+d: its own rate limit said so.
 func (r *reach) limit(now time.Time, d time.Duration) {
+	r.learned.Store(true)
 	r.mu.Lock()
 	if until := now.Add(d); until.After(r.limitedUntil) {
 		r.limitedUntil = until
@@ -237,11 +247,13 @@ func (r *reach) limit(now time.Time, d time.Duration) {
 // room reports whether the node may be sent a call now without waiting:
 // its rate limit has passed, and its own bounds have room.
 func (r *reach) room(now time.Time) bool {
-	r.mu.Lock()
-	limited := now.Before(r.limitedUntil)
-	r.mu.Unlock()
-	if limited {
-		return false
+	if r.learned.Load() {
+		r.mu.Lock()
+		limited := now.Before(r.limitedUntil)
+		r.mu.Unlock()
+		if limited {
+			return false
+		}
 	}
 	if r.slots != nil && len(r.slots) >= cap(r.slots) {
 		return false
@@ -253,6 +265,9 @@ func (r *reach) room(now time.Time) bool {
 // set, waiting until there is room (its own bounds queue the call) or ctx
 // ends. release gives the room back when the call ends.
 func (r *reach) take(ctx context.Context, wait bool) (release func(), ok bool) {
+	if r.slots == nil && r.limiter == nil {
+		return noRelease, true
+	}
 	if r.slots != nil {
 		select {
 		case r.slots <- struct{}{}:
@@ -286,11 +301,12 @@ func (r *reach) take(ctx context.Context, wait bool) (release func(), ok bool) {
 	return release, true
 }
 
+// noRelease gives back nothing: a node with no bounds of its own.
+func noRelease() {}
+
 // count records one answer of class i.
 func (r *reach) count(i int) {
-	r.mu.Lock()
-	r.answers[i]++
-	r.mu.Unlock()
+	r.answers[i].Add(1)
 }
 
 // Keeps describes what a node keeps, for operators: the configured reach,
@@ -342,8 +358,8 @@ func (r *reach) snapshot(now time.Time) (k Keeps, rateUse RateUse, answers map[s
 		rateUse.LimitedUntil = r.limitedUntil
 	}
 	answers = make(map[string]uint64, answerClasses)
-	for i, n := range r.answers {
-		if n > 0 {
+	for i := range r.answers {
+		if n := r.answers[i].Load(); n > 0 {
 			answers[answerName(i)] = n
 		}
 	}
