@@ -27,6 +27,7 @@ import (
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/network/chainview"
 	"github.com/porticohq/portico/network/upstream"
+	"github.com/porticohq/portico/network/verify"
 )
 
 // Upstream answers a network's calls and tells its heads; *upstream.Pool
@@ -99,8 +100,8 @@ type Config struct {
 	Logs portico.LogSettings
 
 	// Verify, when its mode is on or strict, checks answers against
-	// trusted headers (EVM networks; docs/verify.md). The Upstream must
-	// then be a VerifyUpstream.
+	// trusted headers with the family's verifier (docs/verify.md). The
+	// Upstream must then be a VerifyUpstream.
 	Verify VerifyConfig
 }
 
@@ -121,8 +122,10 @@ type Network struct {
 	logs      portico.LogSettings
 	nodeRange atomic.Uint64
 
-	// verifier is nil when the network does not verify.
-	verifier familyVerifier
+	// verifier is nil when the network does not verify; verifyMode is
+	// then off.
+	verifier   verify.Verifier
+	verifyMode VerifyMode
 
 	// meter charges keys for what they use besides their calls'
 	// charges (notifications, a verification's node calls); nil charges
@@ -152,10 +155,7 @@ func New(cfg Config) *Network {
 		n.flights = &flights{}
 	}
 	if cfg.Verify.Mode != VerifyOff {
-		n.verifier = newFamilyVerifier(n.name, n.up, cfg.Verify, n.log, n.metrics)
-		if ev, ok := n.verifier.(*verifier); ok {
-			ev.window = n.nodeRange.Load
-		}
+		n.verifier, n.verifyMode = newFamilyVerifier(n.name, n.up, cfg.Verify, n.nodeRange.Load, n.log, n.metrics)
 		n.stops = append(n.stops, followHeads(n.verifier, n.up))
 	}
 	n.hub = newHub(n, cfg.Subs, cfg.Meter)
