@@ -1,4 +1,4 @@
-package network
+package logsplit
 
 import (
 	"errors"
@@ -9,10 +9,10 @@ import (
 	"github.com/porticohq/portico/jsonrpc"
 )
 
-// refusal is a node's answer that a log query was too large for it: its
+// Refusal is a node's answer that a log query was too large for it: its
 // range too wide, or its answer too long. Portico splits the query and asks
 // again instead of failing the call.
-type refusal struct {
+type Refusal struct {
 	// results: the node refused for the number (or size) of logs, not
 	// for the width of the range.
 	results bool
@@ -81,18 +81,18 @@ var (
 	number = regexp.MustCompile(`^\s*(\d[\d,]*)`)
 )
 
-// nodeRefusal reads a node's error: whether it says the log query was too
+// NodeRefusal reads a node's error: whether it says the log query was too
 // large, and what it says would fit.
-func nodeRefusal(err error) (refusal, bool) {
+func NodeRefusal(err error) (Refusal, bool) {
 	var e *jsonrpc.Error
 	if !errors.As(err, &e) {
-		return refusal{}, false
+		return Refusal{}, false
 	}
 	return parseRefusal(e.Message)
 }
 
-// parseRefusal reads a node's error message (see nodeRefusal).
-func parseRefusal(msg string) (refusal, bool) {
+// parseRefusal reads a node's error message (see NodeRefusal).
+func parseRefusal(msg string) (Refusal, bool) {
 	low := strings.ToLower(msg)
 	for _, t := range refusalTexts {
 		i := strings.Index(low, t.part)
@@ -102,7 +102,7 @@ func parseRefusal(msg string) (refusal, bool) {
 		if t.part == "range " && (i != 0 || !strings.Contains(low, t.after)) {
 			continue // Infura's message starts with it
 		}
-		r := refusal{results: t.results}
+		r := Refusal{results: t.results}
 		if t.after != "" {
 			if j := strings.Index(low, t.after); j >= 0 {
 				r.max = leadingNumber(low[j+len(t.after):])
@@ -119,7 +119,7 @@ func parseRefusal(msg string) (refusal, bool) {
 		}
 		return r, true
 	}
-	return refusal{}, false
+	return Refusal{}, false
 }
 
 // leadingNumber reads the count at the start of s ("10,000 blocks",
