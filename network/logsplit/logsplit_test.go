@@ -68,4 +68,3 @@ func TestLogEntries(t *testing.T) {
 		}
 	}
 }
-

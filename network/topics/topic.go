@@ -1,4 +1,4 @@
-package network
+package topics
 
 import (
 	"context"
@@ -24,9 +24,9 @@ import (
 // for a topic, and a topic never waits for a client (a connection's queue
 // is bounded on its own).
 type topic struct {
-	hub  *hub
+	hub  *Hub
 	key  topicKey
-	n    *Network
+	n    *network
 	subs portico.Subscriptions
 	rule *portico.Subscription
 	sp   portico.SubParams
@@ -78,7 +78,7 @@ const (
 // must subscribe again.
 var ErrLost = &jsonrpc.Error{Code: portico.CodeMemoryBusy, Message: "subscription dropped: notifications arrived faster than they could be sent; subscribe again"}
 
-func newTopic(h *hub, key topicKey, rule *portico.Subscription, sp portico.SubParams) *topic {
+func newTopic(h *Hub, key topicKey, rule *portico.Subscription, sp portico.SubParams) *topic {
 	t := &topic{hub: h, key: key, n: h.n, subs: h.subs, rule: rule, sp: sp, ready: make(chan struct{}),
 		clients: map[*clientSub]struct{}{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	t.byView = sp.Heads && h.subs.HeadOf != nil
