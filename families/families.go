@@ -1,9 +1,11 @@
 // Package families registers the chain families Portico serves. A family
 // is a folder of its own, families/<name>: its method table (the package
-// of that folder) and its embedded devnet (a package under it) behind the
-// Devnet interface; All lists them, and
-// everything else (config checks, portico serve, portico devnet, the ready
-// lines) reads this list. Adding a family is one entry here.
+// of that folder), its embedded devnet (a package under it) behind the
+// Devnet interface, and its verifier (a package under it) behind
+// network/verify's Verifier; All lists them, and everything else (config
+// checks, portico serve, portico devnet, the ready lines) reads this list
+// and calls the family's hooks, never its name. Adding a family is its
+// folder and one entry here (docs/architecture.md, "Adding a family").
 package families
 
 import (
