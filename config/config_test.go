@@ -98,13 +98,10 @@ func TestErrors(t *testing.T) {
 		{"key logs", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef, logs: {max_logs: -1}}]", "config: keys[0].logs: bounds must not be negative"},
 		{"key unknown rule", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef, max_concurrency: 3}]", "field max_concurrency not found"},
 		{"verify spelling", "networks: [{name: a, family: evm, verify: yes}]", `config: networks[0].verify: want off, on or strict, got "yes"`},
-		{"verify slot chain", "networks: [{name: a, family: solana, verify: on}]", "config: networks[0].verify: the slot chain's answers cannot be verified"},
-		{"verify rollup checkpoint", "networks: [{name: a, family: starknet, verify: strict, verify_checkpoint: '0xzz'}]", "config: networks[0].verify_checkpoint: want a block hash, 0x and 1 to 64 hex digits"},
 		{"verify quorum above the nodes", "networks: [{name: a, family: evm, verify: on, verify_quorum: 3, upstreams: [{url: 'http://x'}, {url: 'http://y'}]}]", "config: networks[0].verify_quorum: want 0 (a majority, the default) or 2 to 2, a majority of the 2 nodes at least, got 3"},
 		{"verify quorum below a majority", "networks: [{name: a, family: evm, verify: on, verify_quorum: 1, upstreams: [{url: 'http://x'}, {url: 'http://y'}]}]", "config: networks[0].verify_quorum: want 0 (a majority, the default) or 2 to 2, a majority of the 2 nodes at least, got 1"},
 		{"verify quorum of five", "networks: [{name: a, family: evm, verify: on, verify_quorum: 2, upstreams: [{url: 'http://a'}, {url: 'http://b'}, {url: 'http://c'}, {url: 'http://d'}, {url: 'http://e'}]}]", "config: networks[0].verify_quorum: want 0 (a majority, the default) or 3 to 5"},
 		{"verify quorum of the embedded devnet", "networks: [{name: a, family: evm, verify: on, verify_quorum: 2}]", "config: networks[0].verify_quorum: want 0 (a majority, the default) or 1 to 1"},
-		{"verify chain id", "networks: [{name: a, family: evm, verify: on, chain_id: mainnet, upstreams: [{url: 'http://x'}]}]", `config: networks[0].chain_id: verify needs an EVM chain id, a number such as "0x1" or "1", got "mainnet"`},
 		{"poll interval of 1ns", "networks: [{name: a, family: evm, poll_interval: 1ns}]", "config: networks[0].poll_interval: want 0 (the family's default) or at least 50ms, got 1ns"},
 		{"poll interval just below", "networks: [{name: a, family: evm, poll_interval: 49ms}]", "config: networks[0].poll_interval: want 0 (the family's default) or at least 50ms, got 49ms"},
 		{"negative poll interval", "networks: [{name: a, family: evm, poll_interval: -1s}]", "config: networks[0].poll_interval: want 0 (the family's default) or at least 50ms, got -1s"},
@@ -116,7 +113,6 @@ func TestErrors(t *testing.T) {
 		{"key name twice", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef}, {name: a, key: j0123456789abcdef0123456789abcdef}]", `config: keys[1].name: "a" is also the name of keys[0]`},
 		{"one key twice", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef}, {name: b, key: k0123456789abcdef0123456789abcdef}]", "config: keys[1]: the same key as keys[0]"},
 		{"key audience without public keys", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef, jwt_keys: [], jwt_audience: app}]", "config: keys[0].jwt_keys: jwt_max_lifetime and jwt_audience need at least one public key"},
-		{"verify checkpoint", "networks: [{name: a, family: evm, verify: on, verify_checkpoint: '0x12'}]", "config: networks[0].verify_checkpoint: want a block hash"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,9 +1,11 @@
 // Package families registers the chain families Portico serves. A family
 // is a folder of its own, families/<name>: its method table (the package
-// of that folder) and its embedded devnet (a package under it) behind the
-// Devnet interface; All lists them, and
-// everything else (config checks, portico serve, portico devnet, the ready
-// lines) reads this list. Adding a family is one entry here.
+// of that folder), its embedded devnet (a package under it) behind the
+// Devnet interface, and its verifier (a package under it) behind
+// network/verify's Verifier; All lists them, and everything else (config
+// checks, portico serve, portico devnet, the ready lines) reads this list
+// and calls the family's hooks, never its name. Adding a family is its
+// folder and one entry here (docs/architecture.md, "Adding a family").
 package families
 
 import (
@@ -12,17 +14,23 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families/evm"
 	"github.com/porticohq/portico/families/evm/evmdevnet"
+	"github.com/porticohq/portico/families/evm/evmverify"
 	"github.com/porticohq/portico/families/solana"
 	"github.com/porticohq/portico/families/solana/solanadevnet"
 	"github.com/porticohq/portico/families/starknet"
 	"github.com/porticohq/portico/families/starknet/starknetdevnet"
+	"github.com/porticohq/portico/families/starknet/starkverify"
 	"github.com/porticohq/portico/network/upstream"
+	"github.com/porticohq/portico/network/verify"
 )
 
 // Family is everything Portico knows about one chain family.
@@ -44,6 +52,56 @@ type Family struct {
 	// Subscriber opens subscriptions on a started devnet of the family,
 	// with a close function; nil means over its own WebSocket endpoint.
 	Subscriber func(d Devnet) (upstream.Subscriber, func())
+	// Verifier builds the family's verifier for a network with verify:
+	// on or strict (docs/verify.md); nil when the family's answers cannot
+	// be verified, for the reason NoVerify gives.
+	Verifier verify.New
+	// NoVerify says why a family without a Verifier cannot verify, as
+	// the config check tells it.
+	NoVerify string
+	// Verify is what the family's verifier takes of a network's verify
+	// lines.
+	Verify VerifyRules
+}
+
+// VerifyRules are what a family's verifier takes of a network's config.
+type VerifyRules struct {
+	// Checkpoint is the form of a verify_checkpoint, and CheckpointWant
+	// what the config check asks for when it does not match.
+	Checkpoint     *regexp.Regexp
+	CheckpointWant string
+	// ChainID reads a network's chain_id into the chain id the verifier's
+	// rules need; nil when the verifier takes none.
+	ChainID func(chainID string) (uint64, error)
+}
+
+// CheckVerify checks a network's verify lines against what the family's
+// verifier takes (config checks the rest); field names the network, as
+// "config: networks[0]".
+func (f Family) CheckVerify(field string, n *config.Network) error {
+	if n.Verify == "" || n.Verify == "off" {
+		return nil
+	}
+	if f.Verifier == nil {
+		return fmt.Errorf("%s.verify: %s", field, f.NoVerify)
+	}
+	if _, err := f.VerifyChainID(n.ChainID); err != nil {
+		return fmt.Errorf("%s.chain_id: %v", field, err)
+	}
+	if n.VerifyCheckpoint != "" && f.Verify.Checkpoint != nil && !f.Verify.Checkpoint.MatchString(n.VerifyCheckpoint) {
+		return fmt.Errorf("%s.verify_checkpoint: want %s", field, f.Verify.CheckpointWant)
+	}
+	return nil
+}
+
+// VerifyChainID is the chain id a network's chain_id gives the family's
+// verifier: 0 (the one a quorum of nodes reports) when it is empty or
+// the verifier takes none.
+func (f Family) VerifyChainID(chainID string) (uint64, error) {
+	if chainID == "" || f.Verify.ChainID == nil {
+		return 0, nil
+	}
+	return f.Verify.ChainID(chainID)
 }
 
 // Devnet is an embedded node of a family: built by Family.NewDevnet,
@@ -111,9 +169,10 @@ func (c DevnetConfig) only(f portico.Family, accounts, keepSlots, genesis bool) 
 func All() []Family {
 	return []Family{
 		{
-			Name:    solana.Family,
-			Network: "solana-devnet",
-			Probe:   "getSlot",
+			Name:     solana.Family,
+			Network:  "solana-devnet",
+			Probe:    "getSlot",
+			NoVerify: "the slot chain's answers cannot be verified: its RPC gives no proofs (docs/verify.md)",
 			// The devnet serves processed blocks, as the seed describes
 			// them; agave does not.
 			Table: func(embedded bool) portico.Table {
@@ -128,10 +187,19 @@ func All() []Family {
 			},
 		},
 		{
-			Name:    evm.Family,
-			Network: "evm-devnet",
-			Probe:   "eth_blockNumber",
-			Table:   func(bool) portico.Table { return evm.Table() },
+			Name:     evm.Family,
+			Network:  "evm-devnet",
+			Probe:    "eth_blockNumber",
+			Table:    func(bool) portico.Table { return evm.Table() },
+			Verifier: evmverify.NewVerifier,
+			Verify: VerifyRules{Checkpoint: regexp.MustCompile(`^0x[0-9a-fA-F]{64}$`), CheckpointWant: "a block hash, 0x and 64 hex digits",
+				ChainID: func(s string) (uint64, error) {
+					id, err := strconv.ParseUint(s, 0, 64)
+					if err != nil {
+						return 0, fmt.Errorf("verify needs an EVM chain id, a number such as \"0x1\" or \"1\", got %q", s)
+					}
+					return id, nil
+				}},
 			// go-ethereum's own subscriptions, in-process.
 			Subscriber: func(d Devnet) (upstream.Subscriber, func()) {
 				c := d.(*evmdevnet.Devnet).Dial()
@@ -149,10 +217,12 @@ func All() []Family {
 			},
 		},
 		{
-			Name:    starknet.Family,
-			Network: "starknet-devnet",
-			Probe:   "starknet_blockNumber",
-			Table:   func(bool) portico.Table { return starknet.Table() },
+			Name:     starknet.Family,
+			Network:  "starknet-devnet",
+			Probe:    "starknet_blockNumber",
+			Table:    func(bool) portico.Table { return starknet.Table() },
+			Verifier: starkverify.New,
+			Verify:   VerifyRules{Checkpoint: regexp.MustCompile(`^0x[0-9a-fA-F]{1,64}$`), CheckpointWant: "a block hash, 0x and 1 to 64 hex digits"},
 			NewDevnet: func(c DevnetConfig) (Devnet, error) {
 				if err := c.only(starknet.Family, false, false, false); err != nil {
 					return nil, err

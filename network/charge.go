@@ -22,6 +22,12 @@ func newAccounts(meter Meter, n *Network) accounts {
 	return accounts{metering.NewPrepaid(meter, n.log, n.metrics)}
 }
 
+// newAccountsRef is newAccounts, for the topics' adapter.
+func newAccountsRef(meter Meter, n *Network) *accounts {
+	a := newAccounts(meter, n)
+	return &a
+}
+
 // join returns the account of a client subscription, made on first use.
 func (as accounts) join(id apikey.Identity, item string) *account { return as.p.Join(id, item) }
 

@@ -1,95 +1,48 @@
 package network
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"strings"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/network/logsplit"
 	"github.com/porticohq/portico/network/upstream"
 )
 
-// This file is the room's care of log queries (docs/logs.md): bounds on
-// what one query may ask (its range, addresses, topics and logs: the
-// network's, each overridden by the calling key's), a range wider than a
-// node takes split into chunks sent to the nodes in parallel and merged in
-// order, stopped as soon as the logs cap is passed, and a node's own
-// "too large" answer split around.
+// This file is the network's side of log queries (docs/logs.md; the
+// bounds, the chunks and their merge are logsplit's): the bounds of a
+// call (the network's, each overridden by the calling key's), the width
+// its nodes take (learned from their refusals), and the chunks sent
+// through the network's cache and nodes.
 
-// blockRange is the blocks From to To, both included.
+// blockRange is the blocks from to to, both included.
 type blockRange struct{ from, to uint64 }
 
 func (r blockRange) blocks() uint64 { return r.to - r.from + 1 }
 
-// chunks cuts [from, to] into ranges of at most size blocks, aligned on
-// multiples of size, so that two queries that start at different blocks
-// share the chunks in the middle (and the cache's entries of them).
-func chunks(from, to, size uint64) []blockRange {
-	if size == 0 {
-		return []blockRange{{from, to}}
-	}
-	var out []blockRange
-	for a := from; ; {
-		b := (a/size+1)*size - 1
-		if b >= to || b < a { // b < a: the end of the uint64 range
-			return append(out, blockRange{a, to})
-		}
-		out = append(out, blockRange{a, b})
-		a = b + 1
-	}
-}
+// split is r as logsplit has it.
+func (r blockRange) split() logsplit.Range { return logsplit.Range{From: r.from, To: r.to} }
+
+// rangeOf is a logsplit range as the network has it.
+func rangeOf(r logsplit.Range) blockRange { return blockRange{r.From, r.To} }
 
 // logLimits are the bounds of a call: the network's, each overridden by
 // the key's where it sets one.
 func (n *Network) logLimits(c Call) portico.LogLimits { return n.logs.LogLimits.Over(c.Logs) }
 
-// resolve gives the number a log query's end names: a number as it is;
-// a tag as the network's heads have it, the last ones known even when not
-// fresh (for a bound, a head a poll old is still the head); pending (the
-// rollup's pre_confirmed) as the head, since the block being built on it
-// adds no range; a mark the heads do not know yet (safe or finalized on a
-// chain that has not said) as 0 at the start of a range and as the head
-// at its end, the widest it can be. ok is false only while the network
-// knows no head at all.
+// resolve gives the number a log query's end names on heads
+// (logsplit.Resolve with the family's tags).
 func (n *Network) resolve(b portico.Block, heads portico.Heads, end bool) (uint64, bool) {
-	switch b.Kind {
-	case portico.BlockNumber:
-		return b.Number, true
-	case portico.BlockTag:
-		if b.Tag == "earliest" {
-			return 0, true
-		}
-		if heads.Latest == 0 {
-			return 0, false
-		}
-		if h, ok := n.tags[b.Tag]; ok {
-			if num, ok := heads.Of(h); ok {
-				return num, true
-			}
-			if end {
-				return heads.Latest, true
-			}
-			return 0, true
-		}
-		return heads.Latest, true
-	}
-	return 0, false
+	return logsplit.Resolve(b, n.tags, heads, end)
 }
 
-// logRange is the range a log query spans, its ends resolved on heads:
-// known is false only while the network knows no head. A range that
-// starts after it ends comes back as it is (from > to).
+// logRange is the range a log query spans, its ends resolved on heads
+// (logsplit.QueryRange).
 func (n *Network) logRange(q *portico.LogQuery, heads portico.Heads) (blockRange, bool) {
-	from, ok1 := n.resolve(q.From, heads, false)
-	to, ok2 := n.resolve(q.To, heads, true)
-	if !ok1 || !ok2 {
-		return blockRange{}, false
-	}
-	return blockRange{from, to}, true
+	r, ok := logsplit.QueryRange(q, n.tags, heads)
+	return rangeOf(r), ok
 }
 
 // callLogs serves a log query within its bounds: refused before any node
@@ -112,7 +65,7 @@ func (n *Network) callLogs(ctx context.Context, c Call, frame []byte) Outcome {
 		if out.Err == nil {
 			return n.capLogs(out, lim, r, known)
 		}
-		ref, refused := nodeRefusal(out.Err)
+		ref, refused := logsplit.NodeRefusal(out.Err)
 		if !refused || !known || q.Range == nil || r.blocks() == 1 {
 			out.Refund = n.unanswered(c, 0)
 			return out
@@ -129,85 +82,40 @@ func (n *Network) callLogs(ctx context.Context, c Call, frame []byte) Outcome {
 }
 
 // boundLogs holds a log query to its bounds (the key's over the
-// network's): the limits, the block range it spans (known unless the
-// network knows no head yet) and, when it asks for more, a
-// *portico.LogsTooLargeError; when the served chain shows its range to
-// be wrong (past the head, or its start after its end, once its tags are
-// resolved), the family's refusal in a *portico.LogRangeError. Heads that
-// are not fresh bound the range but refuse nothing as wrong: the nodes
-// may be past them.
+// network's, logsplit.Bound on the network's heads): the limits, the
+// block range it spans (known unless the network knows no head yet) and
+// the refusal of a query that asks for more or whose range the served
+// chain shows to be wrong.
 func (n *Network) boundLogs(c Call) (lim portico.LogLimits, r blockRange, known bool, err error) {
-	q := c.Params.Logs
 	lim = n.logLimits(c)
-	if lim.MaxAddresses > 0 && q.Addresses > lim.MaxAddresses {
-		return lim, r, false, &portico.LogsTooLargeError{Bound: portico.LogBoundAddresses, Max: uint64(lim.MaxAddresses), Got: uint64(q.Addresses)}
-	}
-	if lim.MaxTopics > 0 && q.Topics > lim.MaxTopics {
-		return lim, r, false, &portico.LogsTooLargeError{Bound: portico.LogBoundTopics, Max: uint64(lim.MaxTopics), Got: uint64(q.Topics)}
-	}
 	heads, fresh := n.up.HeadsFresh()
-	r, known = n.logRange(q, heads)
-	if !known {
-		return lim, r, false, nil
-	}
-	if fresh && q.Wrong != nil {
-		if err := q.Wrong(r.from, r.to, heads.Latest); err != nil {
-			return lim, r, false, &portico.LogRangeError{Err: err}
-		}
-	}
-	if r.from > r.to {
-		// Empty, and the family leaves it to the nodes: nothing to scan.
-		return lim, r, false, nil
-	}
-	if lim.MaxBlockRange > 0 && r.blocks() > lim.MaxBlockRange {
-		return lim, r, known, &portico.LogsTooLargeError{Bound: portico.LogBoundRange, Max: lim.MaxBlockRange, Got: r.blocks(),
-			Suggest: true, From: r.from, To: r.from + lim.MaxBlockRange - 1}
-	}
-	return lim, r, known, nil
+	sr, known, err := logsplit.Bound(c.Params.Logs, lim, n.tags, heads, fresh)
+	return lim, rangeOf(sr), known, err
 }
 
 // capLogs counts the logs of a query's whole answer and refuses it when
 // they pass the cap.
 func (n *Network) capLogs(out Outcome, lim portico.LogLimits, r blockRange, known bool) Outcome {
-	logs, err := logEntries(out.Result)
-	if err != nil {
+	count, list, err := logsplit.Cap(out.Result, lim.MaxLogs, r.split(), known)
+	if !list {
 		return out // not a list of logs: the node's answer as it came
 	}
-	out.Logs = len(logs)
-	if lim.MaxLogs > 0 && len(logs) > lim.MaxLogs {
-		from := r.from
-		if !known {
-			from, _ = logBlock(logs[0])
-		}
-		return Outcome{Err: overCap(lim.MaxLogs, len(logs), from, logs[lim.MaxLogs])}
+	if err != nil {
+		return Outcome{Err: err}
 	}
+	out.Logs = count
 	return out
 }
 
-// overCap is the refusal of an answer with more than max logs: over is
-// the first log past the cap, and the range that fits ends before its
-// block.
-func overCap(max, got int, from uint64, over jsontext.Value) error {
-	e := &portico.LogsTooLargeError{Bound: portico.LogBoundLogs, Max: uint64(max), Got: uint64(got)}
-	if b, ok := logBlock(over); ok && b > from {
-		e.Suggest, e.From, e.To = true, from, b-1
-	}
-	return e
-}
-
 // refused learns from a node's refusal of range r how wide a range to
-// send, and returns it: the width the node states (kept for the
-// network's later queries), else that of the range it suggests, else half
-// of r.
-func (n *Network) refused(ref refusal, r blockRange) uint64 {
-	switch {
-	case ref.max > 0 && ref.max < r.blocks() && !ref.results:
-		n.learnRange(ref.max)
-		return ref.max
-	case ref.suggest && ref.from == r.from && ref.to >= r.from && ref.to < r.to:
-		return ref.to - ref.from + 1
+// send, and returns it (logsplit.Refusal.Width); a width the node states
+// is kept for the network's later queries.
+func (n *Network) refused(ref logsplit.Refusal, r blockRange) uint64 {
+	size, stated := ref.Width(r.split())
+	if stated {
+		n.learnRange(size)
 	}
-	return (r.blocks() + 1) / 2
+	return size
 }
 
 // learnRange lowers the width of the chunks sent to nodes to what a node
@@ -225,83 +133,23 @@ func (n *Network) learnRange(max uint64) {
 	}
 }
 
-// splitLogs asks for range r in chunks of size blocks, at most
-// Parallel at once, and merges their answers in order. It stops once the
-// logs pass max (when max > 0) and refuses the query with the range that
-// stayed under it.
+// splitLogs asks for range r in chunks of size blocks, at most the
+// network's Parallel at once, and merges their answers in order
+// (logsplit.Split), stopped once the logs pass max (when max > 0).
 // answered is how many blocks the chunks whose answers were taken span,
 // for the price of a query that failed part way.
 func (n *Network) splitLogs(ctx context.Context, c Call, q *portico.LogQuery, r blockRange, size uint64, max int, heads portico.Heads) (res jsontext.Value, count int, answered uint64, err error) {
-	parts := chunks(r.from, r.to, size)
-	par := n.logs.Parallel
-	if par < 1 {
-		par = 1
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type answer struct {
-		logs []jsontext.Value
-		node string
-		err  error
-	}
-	done := make([]chan answer, len(parts))
-	start := func(i int) {
-		done[i] = make(chan answer, 1) // a chunk left behind still ends
-		go func() {
-			var a answer
-			a.logs, a.err = n.fetchLogs(ctx, c, q, parts[i], heads, &a.node)
-			done[i] <- a
-		}()
-	}
-	for i := 0; i < par && i < len(parts); i++ {
-		start(i)
-	}
-	out := []byte{'['}
-	var nodes []string
-	// The merged answer is held against the call's memory budget while
-	// it grows, as each chunk was while it was read: with max_logs off,
-	// the budget is what bounds it.
-	var held int64
-	if c.Budget != nil {
-		defer func() { c.Budget.Give(held) }()
-	}
-	for i := range parts {
-		a := <-done[i]
-		if a.err != nil {
-			return nil, 0, answered, a.err
-		}
-		answered += parts[i].blocks()
-		if max > 0 && count+len(a.logs) > max {
-			return nil, 0, answered, overCap(max, count+len(a.logs), r.from, a.logs[max-count])
-		}
-		if c.Budget != nil {
-			var size int64
-			for _, l := range a.logs {
-				size += int64(len(l)) + 1
-			}
-			if err := upstream.Take(c.Budget, size); err != nil {
-				return nil, 0, answered, err
-			}
-			held += size
-		}
-		for _, l := range a.logs {
-			if count > 0 {
-				out = append(out, ',')
-			}
-			out = append(out, l...)
-			count++
-		}
-		if a.node != "" && (len(nodes) == 0 || nodes[len(nodes)-1] != a.node) {
-			nodes = append(nodes, a.node)
-		}
-		if next := i + par; next < len(parts) {
-			start(next)
-		}
+	res, count, answered, nodes, err := logsplit.Split(ctx, r.split(), size, n.logs.Parallel, max, c.Budget,
+		func(ctx context.Context, part logsplit.Range, served *string) ([]jsontext.Value, error) {
+			return n.fetchLogs(ctx, c, q, rangeOf(part), heads, served)
+		})
+	if err != nil {
+		return nil, 0, answered, err
 	}
 	if c.Served != nil {
 		*c.Served = strings.Join(nodes, ",")
 	}
-	return append(out, ']'), count, answered, nil
+	return res, count, answered, nil
 }
 
 // fetchLogs answers one chunk: from the cache when its blocks are final
@@ -313,20 +161,20 @@ func (n *Network) fetchLogs(ctx context.Context, c Call, q *portico.LogQuery, r 
 	if n.cache != nil && heads.Finalized > 0 && r.to <= heads.Finalized {
 		key = cacheKey(n.keyForm, n.name, c.Method.Name, params, 0)
 		if res, ok := n.cache.get(ctx, key, true); ok {
-			return logEntries(res)
+			return logsplit.Entries(res)
 		}
 	}
 	req := upstream.Request{Method: c.Method.Name, Params: params, Block: portico.Block{Kind: portico.BlockNumber, Number: r.to},
 		Served: served, MaxResult: c.MaxResult, Budget: c.Budget}
 	res, err := n.up.Do(ctx, req, nil)
 	if err != nil {
-		ref, refused := nodeRefusal(err)
+		ref, refused := logsplit.NodeRefusal(err)
 		if !refused || r.blocks() == 1 {
 			return nil, err
 		}
 		var all []jsontext.Value
-		for _, part := range chunks(r.from, r.to, n.refused(ref, r)) {
-			logs, err := n.fetchLogs(ctx, c, q, part, heads, served)
+		for _, part := range logsplit.Chunks(r.from, r.to, n.refused(ref, r)) {
+			logs, err := n.fetchLogs(ctx, c, q, rangeOf(part), heads, served)
 			if err != nil {
 				return nil, err
 			}
@@ -334,7 +182,7 @@ func (n *Network) fetchLogs(ctx context.Context, c Call, q *portico.LogQuery, r 
 		}
 		return all, nil
 	}
-	logs, err := logEntries(res)
+	logs, err := logsplit.Entries(res)
 	if err != nil {
 		return nil, err
 	}
@@ -342,59 +190,4 @@ func (n *Network) fetchLogs(ctx context.Context, c Call, q *portico.LogQuery, r 
 		n.cache.setFinal(ctx, key, res)
 	}
 	return logs, nil
-}
-
-// errNotLogs is a node's answer to a log query that is not a list.
-var errNotLogs = errors.New("network: a node's answer to a log query is not a list")
-
-// logEntries splits a list of logs into its elements, without copying.
-func logEntries(v jsontext.Value) ([]jsontext.Value, error) {
-	d := jsontext.NewDecoder(bytes.NewReader(v))
-	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '[' {
-		return nil, errNotLogs
-	}
-	var out []jsontext.Value
-	for d.PeekKind() != ']' {
-		start := d.InputOffset()
-		if err := d.SkipValue(); err != nil {
-			return nil, errNotLogs
-		}
-		out = append(out, trimSpace(v[start:d.InputOffset()]))
-	}
-	return out, nil
-}
-
-// trimSpace drops the separators the decoder leaves before a value.
-func trimSpace(v jsontext.Value) jsontext.Value {
-	for len(v) > 0 && (v[0] == ',' || v[0] == ' ' || v[0] == '\n' || v[0] == '\t' || v[0] == '\r') {
-		v = v[1:]
-	}
-	return v
-}
-
-// logBlock reads a log's block number (EVM "blockNumber", hex; the
-// rollup's "block_number").
-func logBlock(l jsontext.Value) (uint64, bool) {
-	var v struct {
-		BlockNumber string `json:"blockNumber"`
-	}
-	if json.Unmarshal(l, &v, json.RejectUnknownMembers(false)) != nil || !strings.HasPrefix(v.BlockNumber, "0x") {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range v.BlockNumber[2:] {
-		var d uint64
-		switch {
-		case c >= '0' && c <= '9':
-			d = uint64(c - '0')
-		case c >= 'a' && c <= 'f':
-			d = uint64(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			d = uint64(c-'A') + 10
-		default:
-			return 0, false
-		}
-		n = n<<4 | d
-	}
-	return n, len(v.BlockNumber) > 2
 }

@@ -18,70 +18,9 @@ import (
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/metering/membudget"
 	"github.com/porticohq/portico/network/chainview"
+	"github.com/porticohq/portico/network/logsplit"
 	"github.com/porticohq/portico/network/upstream"
 )
-
-func TestChunks(t *testing.T) {
-	tests := []struct {
-		name           string
-		from, to, size uint64
-		want           []blockRange
-	}{
-		{"one block", 5, 5, 10, []blockRange{{5, 5}}},
-		{"within one", 0, 9, 10, []blockRange{{0, 9}}},
-		{"aligned", 0, 29, 10, []blockRange{{0, 9}, {10, 19}, {20, 29}}},
-		{"unaligned ends", 7, 23, 10, []blockRange{{7, 9}, {10, 19}, {20, 23}}},
-		{"ends on a boundary", 10, 20, 10, []blockRange{{10, 19}, {20, 20}}},
-		{"no size", 3, 1000, 0, []blockRange{{3, 1000}}},
-		{"size one", 3, 5, 1, []blockRange{{3, 3}, {4, 4}, {5, 5}}},
-		{"top of the range", ^uint64(0) - 2, ^uint64(0), 2, []blockRange{{^uint64(0) - 2, ^uint64(0) - 2}, {^uint64(0) - 1, ^uint64(0)}}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := chunks(tc.from, tc.to, tc.size)
-			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-				t.Errorf("chunks(%d, %d, %d) = %v, want %v", tc.from, tc.to, tc.size, got, tc.want)
-			}
-			var blocks uint64
-			for _, r := range got {
-				blocks += r.blocks()
-			}
-			if blocks != tc.to-tc.from+1 {
-				t.Errorf("the chunks cover %d blocks, want %d", blocks, tc.to-tc.from+1)
-			}
-		})
-	}
-}
-
-func TestLogEntries(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []string
-		err  bool
-	}{
-		{`[]`, nil, false},
-		{` [ ] `, nil, false},
-		{`[{"a":1}]`, []string{`{"a":1}`}, false},
-		{"[ {\"a\":1} ,\n {\"b\":[1,2]}]", []string{`{"a":1}`, `{"b":[1,2]}`}, false},
-		{`null`, nil, true},
-		{`{"a":1}`, nil, true},
-		{`[1,`, nil, true},
-	}
-	for _, tc := range tests {
-		got, err := logEntries(jsontext.Value(tc.in))
-		if (err != nil) != tc.err {
-			t.Errorf("logEntries(%q) error %v, want error %v", tc.in, err, tc.err)
-			continue
-		}
-		var s []string
-		for _, v := range got {
-			s = append(s, string(v))
-		}
-		if fmt.Sprint(s) != fmt.Sprint(tc.want) {
-			t.Errorf("logEntries(%q) = %q, want %q", tc.in, s, tc.want)
-		}
-	}
-}
 
 // logsNode is a node with logsPer(b) logs in block b, up to head, that
 // refuses ranges wider than refuseOver blocks with refusal, and counts its
@@ -265,7 +204,7 @@ func TestSplitLogs(t *testing.T) {
 			if string(out.Result) != string(want) {
 				t.Errorf("merged answer differs from the node's own (%d bytes, want %d)", len(out.Result), len(want))
 			}
-			if logs, _ := logEntries(want); out.Logs != len(logs) {
+			if logs, _ := logsplit.Entries(want); out.Logs != len(logs) {
 				t.Errorf("Logs = %d, want %d", out.Logs, len(logs))
 			}
 			if tc.maxCalls > 0 && node.callCount() > tc.maxCalls {

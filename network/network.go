@@ -1,9 +1,14 @@
 // Package network serves one network's calls and subscriptions once the
-// gateway has checked and charged them: it drives the network's node pool,
-// reads the chain view the pool keeps (the served chain by hash), keeps
-// the finality-aware cache (and its shared Redis layer), coalesces
-// identical reads in flight, and owns the subscription topics and their
-// fan-out to clients. The gateway keeps the transports, the key and limit
+// gateway has checked and charged them. It is the call path: answers from
+// the tracked heads, tags pinned to the chain view's blocks, the
+// finality-aware cache (and its shared Redis layer), coalescing of
+// identical reads in flight, the node pool; log queries bounded and split
+// (network/logsplit) and log filters kept by the network and read as log
+// queries; on a network with verify: on or strict, the family's verifier
+// (network/verify, built by the family) answering the methods it checks,
+// its node calls charged to the calling key as they are made. It holds
+// the network's subscription topics (network/topics) and charges their
+// notifications. The gateway keeps the transports, the key and limit
 // checks and the metering of calls.
 //
 // Everything here reads the one chain view: tag resolution pins a tag to
@@ -25,7 +30,9 @@ import (
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/network/chainview"
+	"github.com/porticohq/portico/network/topics"
 	"github.com/porticohq/portico/network/upstream"
+	"github.com/porticohq/portico/network/verify"
 )
 
 // Upstream answers a network's calls and tells its heads; *upstream.Pool
@@ -95,8 +102,8 @@ type Config struct {
 	Logs portico.LogSettings
 
 	// Verify, when its mode is on or strict, checks answers against
-	// trusted headers (EVM networks; docs/verify.md). The Upstream must
-	// then be a VerifyUpstream.
+	// trusted headers with the family's verifier (docs/verify.md). The
+	// Upstream must then be a VerifyUpstream.
 	Verify VerifyConfig
 }
 
@@ -108,7 +115,7 @@ type Network struct {
 	keyForm portico.KeyForm
 	cache   *Cache
 	flights *flights // nil when coalescing is off
-	hub     *hub
+	hub     *topics.Hub
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	stops   []func()
@@ -117,8 +124,10 @@ type Network struct {
 	logs      portico.LogSettings
 	nodeRange atomic.Uint64
 
-	// verifier is nil when the network does not verify.
-	verifier familyVerifier
+	// verifier is nil when the network does not verify; verifyMode is
+	// then off.
+	verifier   verify.Verifier
+	verifyMode VerifyMode
 
 	// meter charges keys for what they use besides their calls'
 	// charges (notifications, a verification's node calls); nil charges
@@ -148,13 +157,11 @@ func New(cfg Config) *Network {
 		n.flights = &flights{}
 	}
 	if cfg.Verify.Mode != VerifyOff {
-		n.verifier = newFamilyVerifier(n.name, n.up, cfg.Verify, n.log, n.metrics)
-		if ev, ok := n.verifier.(*verifier); ok {
-			ev.window = n.nodeRange.Load
-		}
+		n.verifier, n.verifyMode = newFamilyVerifier(n.name, n.up, cfg.Verify, n.nodeRange.Load, n.log, n.metrics)
 		n.stops = append(n.stops, followHeads(n.verifier, n.up))
 	}
-	n.hub = newHub(n, cfg.Subs, cfg.Meter)
+	n.hub = topics.New(topics.Config{Network: n.name, Upstream: n.up, Subs: cfg.Subs,
+		Accounts: notifyAccounts{acc: newAccountsRef(cfg.Meter, n)}, Logger: n.log, Metrics: n.metrics})
 	if c := n.cache; c != nil {
 		name := n.name
 		n.stops = append(n.stops,

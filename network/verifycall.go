@@ -19,9 +19,9 @@ import (
 // Writes pass in both modes: the client signed what they carry.
 func (n *Network) verifiedCall(ctx context.Context, c Call, frame []byte) Outcome {
 	v, m := n.verifier, c.Method
-	handler, ok := v.method(m.Name)
+	handler, ok := v.Method(m.Name)
 	if !ok {
-		if v.base().mode == VerifyStrict && !m.Write {
+		if n.verifyMode == VerifyStrict && !m.Write {
 			return n.refuseUnverified(m.Name, "the method's answers cannot be checked against a header")
 		}
 		out := n.call(ctx, c, frame)
@@ -29,7 +29,7 @@ func (n *Network) verifiedCall(ctx context.Context, c Call, frame []byte) Outcom
 		n.metrics.Verified(n.name, m.Name, metrics.VerifyUnverified)
 		return out
 	}
-	if err := v.ready(unmetered(ctx)); err != nil {
+	if err := v.Ready(unmetered(ctx)); err != nil {
 		return n.unverified(ctx, c, frame, err)
 	}
 	ctx, done := n.startWork(ctx, c)
@@ -40,7 +40,7 @@ func (n *Network) verifiedCall(ctx context.Context, c Call, frame []byte) Outcom
 
 // verifiedAnswer answers a verified method's call from checked node
 // answers (see verifiedCall); ctx carries the call's work.
-func (n *Network) verifiedAnswer(ctx context.Context, c Call, frame []byte, handler verifiedHandler) Outcome {
+func (n *Network) verifiedAnswer(ctx context.Context, c Call, frame []byte, handler verify.Handler) Outcome {
 	m := c.Method
 	params := c.Params.Send
 	heads, fresh := n.up.HeadsFresh()
@@ -76,7 +76,7 @@ func (n *Network) verifiedAnswer(ctx context.Context, c Call, frame []byte, hand
 		state = CacheMiss
 	}
 	res, err := handler(ctx, params)
-	var local *localAnswer
+	var local *verify.LocalAnswer
 	switch {
 	case err == nil:
 		if key != "" && res.Kind() != 'n' {
@@ -89,7 +89,7 @@ func (n *Network) verifiedAnswer(ctx context.Context, c Call, frame []byte, hand
 	case errors.As(err, &local):
 		// A revert computed over verified state: the answer, verified.
 		n.metrics.Verified(n.name, m.Name, metrics.VerifyVerified)
-		return Outcome{Err: local.rpc, Verified: Verified}
+		return Outcome{Err: local.RPC, Verified: Verified}
 	}
 	return n.unverified(ctx, c, frame, err)
 }
@@ -98,13 +98,13 @@ func (n *Network) verifiedAnswer(ctx context.Context, c Call, frame []byte, hand
 func (n *Network) unverified(ctx context.Context, c Call, frame []byte, err error) Outcome {
 	m := c.Method
 	var (
-		spent *spendError
+		spent *verify.SpendError
 		limit *portico.LimitError
 	)
 	switch {
 	case errors.As(err, &spent):
 		// The key cannot pay for the verification's next node call.
-		return Outcome{Err: spent.err, Verified: Unverified}
+		return Outcome{Err: spent.Err, Verified: Unverified}
 	case errors.As(err, &limit) && limit.Limit == portico.LimitMemory:
 		// What it holds passes the call's memory budget: not a gap in
 		// the nodes' data, whatever wraps it.
@@ -112,8 +112,8 @@ func (n *Network) unverified(ctx context.Context, c Call, frame []byte, err erro
 	case errors.Is(err, verify.ErrMismatch), errors.Is(err, verify.ErrMalformed):
 		// Every node asked answered wrong: nothing is sent.
 		return n.refuseUnverified(m.Name, "every node's answer failed its check")
-	case errors.Is(err, verify.ErrUnverifiable), isMissingOnly(err):
-		if n.verifier.base().mode == VerifyStrict {
+	case errors.Is(err, verify.ErrUnverifiable), verify.IsMissingOnly(err):
+		if n.verifyMode == VerifyStrict {
 			return n.refuseUnverified(m.Name, reasonOf(err))
 		}
 		// Passed on as the node answers, never cached: the cache holds
@@ -122,7 +122,7 @@ func (n *Network) unverified(ctx context.Context, c Call, frame []byte, err erro
 		// of its work; a log query keeps its bounds and chunks.
 		if w := workOf(ctx); w != nil && w.made() > 0 {
 			if err := w.spend(ctx); err != nil {
-				return Outcome{Err: err.(*spendError).err, Verified: Unverified}
+				return Outcome{Err: err.(*verify.SpendError).Err, Verified: Unverified}
 			}
 		}
 		c.Params.Cache = portico.NotCacheable

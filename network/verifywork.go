@@ -11,6 +11,7 @@ import (
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metering/apikey"
 	"github.com/porticohq/portico/network/upstream"
+	"github.com/porticohq/portico/network/verify"
 )
 
 // A verified call's work is priced and held to the budget as it is done
@@ -35,10 +36,8 @@ import (
 // The background work of a verifying network (trusting each new head)
 // belongs to no call: it is neither charged nor held.
 
-type (
-	workKey    struct{}
-	holdingKey struct{}
-)
+// workKey carries a verified call's work in its context.
+type workKey struct{}
 
 // work is what one verified call spends on node calls.
 type work struct {
@@ -75,10 +74,9 @@ func (n *Network) startWork(ctx context.Context, c Call) (context.Context, func(
 		w.own = int64(c.Charged) / w.price
 		w.paid = w.own
 	}
-	h := &holding{budget: c.Budget}
-	ctx = context.WithValue(context.WithValue(ctx, workKey{}, w), holdingKey{}, h)
+	ctx, h := verify.WithHolding(context.WithValue(ctx, workKey{}, w), c.Budget)
 	return ctx, func() (int64, int) {
-		h.release()
+		h.Release()
 		return w.finish()
 	}
 }
@@ -93,14 +91,8 @@ func workOf(ctx context.Context) *work {
 // verifier does for the network rather than for the call (its chain
 // rules, asked once).
 func unmetered(ctx context.Context) context.Context {
-	return context.WithValue(context.WithValue(ctx, workKey{}, (*work)(nil)), holdingKey{}, (*holding)(nil))
+	return verify.WithoutHolding(context.WithValue(ctx, workKey{}, (*work)(nil)))
 }
-
-// spendError is the meter's refusal of a verification's next node call.
-type spendError struct{ err error }
-
-func (e *spendError) Error() string { return e.err.Error() }
-func (e *spendError) Unwrap() error { return e.err }
 
 // made is how many node calls the work made so far.
 func (w *work) made() int64 {
@@ -138,7 +130,7 @@ func (w *work) spend(ctx context.Context) error {
 		} else {
 			w.n.metrics.MeteringFailure()
 		}
-		return &spendError{err}
+		return &verify.SpendError{Err: err}
 	}
 	w.paid += calls
 	w.next = min(w.next*2, maxBlock)
@@ -180,58 +172,6 @@ func (w *work) finish() (charged int64, kept int) {
 	return w.charged, kept
 }
 
-// holding is the bytes a verification holds for as long as its scope
-// (the call, or one window of a log range) lasts, taken from the call's
-// memory budget.
-type holding struct {
-	budget upstream.MemoryBudget
-	mu     sync.Mutex
-	held   int64
-}
-
-// take holds n more bytes, or returns the budget's refusal.
-func (h *holding) take(n int64) error {
-	if h == nil || h.budget == nil || n <= 0 {
-		return nil
-	}
-	if err := upstream.Take(h.budget, n); err != nil {
-		return err
-	}
-	h.mu.Lock()
-	h.held += n
-	h.mu.Unlock()
-	return nil
-}
-
-// release gives back everything held.
-func (h *holding) release() {
-	if h == nil || h.budget == nil {
-		return
-	}
-	h.mu.Lock()
-	n := h.held
-	h.held = 0
-	h.mu.Unlock()
-	h.budget.Give(n)
-}
-
-// hold holds n bytes in ctx's holding.
-func hold(ctx context.Context, n int64) error {
-	h, _ := ctx.Value(holdingKey{}).(*holding)
-	return h.take(n)
-}
-
-// subHolding returns ctx with a holding of its own over the same budget,
-// for what one part of a call holds only while that part runs.
-func subHolding(ctx context.Context) (context.Context, *holding) {
-	parent, _ := ctx.Value(holdingKey{}).(*holding)
-	if parent == nil {
-		return ctx, nil
-	}
-	h := &holding{budget: parent.budget}
-	return context.WithValue(ctx, holdingKey{}, h), h
-}
-
 // meteredUp is a verifier's way to the nodes: each node call a verified
 // call makes is counted and charged as it is made (work.spend), its
 // answer read against the call's memory budget and held until the
@@ -242,13 +182,13 @@ func (m meteredUp) Do(ctx context.Context, req upstream.Request, dst []byte) (js
 	if err := workOf(ctx).spend(ctx); err != nil {
 		return nil, err
 	}
-	h, _ := ctx.Value(holdingKey{}).(*holding)
-	if req.Budget == nil && h != nil && h.budget != nil {
-		req.Budget = h.budget
+	h := verify.HoldingOf(ctx)
+	if req.Budget == nil && h.Budget() != nil {
+		req.Budget = h.Budget()
 	}
 	res, err := m.VerifyUpstream.Do(ctx, req, dst)
 	if err == nil {
-		if err := h.take(int64(len(res) - len(dst))); err != nil {
+		if err := h.Take(int64(len(res) - len(dst))); err != nil {
 			return nil, err
 		}
 	}
@@ -261,7 +201,7 @@ func (m meteredUp) Ask(ctx context.Context, node, method string, params jsontext
 	}
 	res, err := m.VerifyUpstream.Ask(ctx, node, method, params)
 	if err == nil {
-		if err := hold(ctx, int64(len(res))); err != nil {
+		if err := verify.Hold(ctx, int64(len(res))); err != nil {
 			return nil, err
 		}
 	}

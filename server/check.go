@@ -34,6 +34,9 @@ func CheckConfig(cfg *config.Config) error {
 		if err != nil {
 			return fmt.Errorf("%s.family: %v", field, err)
 		}
+		if err := fam.CheckVerify(field, n); err != nil {
+			return err
+		}
 		embedded := len(n.Upstreams) == 0 && !n.Devnet.Disabled
 		if _, err := gateway.NewMethods(fam.Table(embedded), gateway.MethodsConfig{Allow: n.Methods, Enable: n.Enable, Costs: n.Costs, DefaultCost: n.DefaultCost, NotificationCosts: n.NotificationCosts}); err != nil {
 			return fmt.Errorf("%s.%v", field, err)

@@ -2,10 +2,10 @@ package server
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/config"
+	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/network"
 )
 
@@ -16,9 +16,10 @@ func verifyConfig(n *config.Network) (network.VerifyConfig, error) {
 	if err != nil {
 		return network.VerifyConfig{}, fmt.Errorf("network %s: verify: %w", n.Name, err)
 	}
-	cfg := network.VerifyConfig{Family: string(n.Family), Mode: mode, Quorum: n.VerifyQuorum, Checkpoint: n.VerifyCheckpoint}
-	if mode != network.VerifyOff && n.Family == "evm" && n.ChainID != "" {
-		if cfg.ChainID, err = strconv.ParseUint(n.ChainID, 0, 64); err != nil {
+	fam, _ := families.Get(n.Family) // checked by checkConfig
+	cfg := network.VerifyConfig{Verifier: fam.Verifier, Mode: mode, Quorum: n.VerifyQuorum, Checkpoint: n.VerifyCheckpoint}
+	if mode != network.VerifyOff && n.ChainID != "" {
+		if cfg.ChainID, err = fam.VerifyChainID(n.ChainID); err != nil {
 			return network.VerifyConfig{}, fmt.Errorf("network %s: chain_id %q: verify needs an EVM chain id", n.Name, n.ChainID)
 		}
 	}

@@ -2,7 +2,6 @@ package evm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,32 +11,34 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/families/heads"
 )
 
 // Chain is how EVM nodes are tracked: the chain id names the chain;
 // heads are the latest, safe and finalized blocks (nodes that know no
 // safe or finalized block leave them 0); block hashes reveal reorgs.
 func Chain() portico.Chain {
+	reader := &heads.Reader{
+		IdentityMethod: "eth_chainId", IdentityWant: "a quantity", IdentityShow: 40,
+		Identity: func(id string) (string, bool) { return strings.ToLower(id), strings.HasPrefix(id, "0x") },
+		// Nodes before the merge, and some dev nodes, know no safe or
+		// finalized block: their JSON-RPC error leaves the head at 0.
+		Marks: []heads.Mark{{Tag: "latest", Head: portico.HeadLatest}, {Tag: "safe", Head: portico.HeadSafe, Optional: true},
+			{Tag: "finalized", Head: portico.HeadFinalized, Optional: true}},
+		Mark: func(ctx context.Context, node portico.Caller, tag string) (portico.Header, bool, error) {
+			h, err := readBlock(ctx, node, "eth_getBlockByNumber", tag)
+			return h, err == nil, err
+		},
+		Head: portico.HeadLatest,
+	}
 	return portico.Chain{
-		Identity:     identity,
-		Heads:        heads,
+		Identity:     reader.ReadIdentity,
+		Heads:        reader.Heads,
 		Header:       blockHeader,
 		Tags:         map[string]portico.Head{"latest": portico.HeadLatest, "safe": portico.HeadSafe, "finalized": portico.HeadFinalized},
 		PollInterval: time.Second,
 		MaxLag:       10,
 	}
-}
-
-func identity(ctx context.Context, node portico.Caller) (string, error) {
-	res, err := node.Call(ctx, "eth_chainId", nil, nil)
-	if err != nil {
-		return "", err
-	}
-	var id string
-	if err := json.Unmarshal(res, &id); err != nil || !strings.HasPrefix(id, "0x") {
-		return "", fmt.Errorf("eth_chainId: not a quantity: %.40s", res)
-	}
-	return strings.ToLower(id), nil
 }
 
 // header is what tracking reads of a block.
@@ -71,28 +72,6 @@ func readBlock(ctx context.Context, node portico.Caller, method, id string) (por
 		out.ParentNumber = n - 1
 	}
 	return out, nil
-}
-
-func heads(ctx context.Context, node portico.Caller) (portico.Heads, error) {
-	var h portico.Heads
-	latest, err := readBlock(ctx, node, "eth_getBlockByNumber", "latest")
-	if err != nil {
-		return h, err
-	}
-	h.Latest, h.Head = latest.Number, latest
-	// Nodes before the merge, and some dev nodes, know no safe or
-	// finalized block: their JSON-RPC error leaves the head at 0.
-	var rpcErr interface{ ErrorCode() int }
-	safe, err := readBlock(ctx, node, "eth_getBlockByNumber", "safe")
-	if err != nil && !errors.As(err, &rpcErr) {
-		return h, err
-	}
-	final, err := readBlock(ctx, node, "eth_getBlockByNumber", "finalized")
-	if err != nil && !errors.As(err, &rpcErr) {
-		return h, err
-	}
-	h.Safe, h.Finalized = safe.Number, final.Number
-	return h, nil
 }
 
 // blockHeader reads a block's header by its hash: a node may have

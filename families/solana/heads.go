@@ -2,7 +2,6 @@ package solana
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/families/heads"
 )
 
 // Chain is how slot-chain nodes are tracked: the genesis hash names the
@@ -20,26 +20,26 @@ import (
 // (processed blocks may yet be skipped, and getBlock serves confirmed
 // ones at the least).
 func Chain() portico.Chain {
+	reader := &heads.Reader{
+		IdentityMethod: "getGenesisHash", IdentityWant: "a hash", IdentityShow: 60,
+		Marks: []heads.Mark{{Tag: "processed", Head: portico.HeadLatest}, {Tag: "confirmed", Head: portico.HeadSafe},
+			{Tag: "finalized", Head: portico.HeadFinalized}},
+		Mark: func(ctx context.Context, node portico.Caller, commitment string) (portico.Header, bool, error) {
+			n, err := slot(ctx, node, commitment)
+			return portico.Header{Number: n}, err == nil, err
+		},
+		// The confirmed slot has a block; a node that cannot give it (its
+		// ledger jumped) leaves the head without a header this round.
+		Head: portico.HeadSafe, HeadByNumber: true, Header: header,
+	}
 	return portico.Chain{
-		Identity:     identity,
-		Heads:        heads,
+		Identity:     reader.ReadIdentity,
+		Heads:        reader.Heads,
 		Header:       header,
 		Tags:         map[string]portico.Head{"processed": portico.HeadLatest, "confirmed": portico.HeadSafe, "finalized": portico.HeadFinalized},
 		PollInterval: time.Second,
 		MaxLag:       50,
 	}
-}
-
-func identity(ctx context.Context, node portico.Caller) (string, error) {
-	res, err := node.Call(ctx, "getGenesisHash", nil, nil)
-	if err != nil {
-		return "", err
-	}
-	var h string
-	if err := json.Unmarshal(res, &h); err != nil || h == "" {
-		return "", fmt.Errorf("getGenesisHash: not a hash: %.60s", res)
-	}
-	return h, nil
 }
 
 func slot(ctx context.Context, node portico.Caller, commitment string) (uint64, error) {
@@ -52,28 +52,6 @@ func slot(ctx context.Context, node portico.Caller, commitment string) (uint64, 
 		return 0, fmt.Errorf("getSlot: not a slot: %.40s", res)
 	}
 	return n, nil
-}
-
-func heads(ctx context.Context, node portico.Caller) (portico.Heads, error) {
-	var h portico.Heads
-	var err error
-	if h.Latest, err = slot(ctx, node, "processed"); err != nil {
-		return h, err
-	}
-	if h.Safe, err = slot(ctx, node, "confirmed"); err != nil {
-		return h, err
-	}
-	if h.Finalized, err = slot(ctx, node, "finalized"); err != nil {
-		return h, err
-	}
-	// The confirmed slot has a block; a node that cannot give it (its
-	// ledger jumped) leaves the head without a header this round.
-	if b, err := block(ctx, node, h.Safe); err == nil {
-		h.Head = b
-	} else if !isAnswer(err) {
-		return h, err
-	}
-	return h, nil
 }
 
 // blockInfo is what tracking reads of a block.
@@ -102,10 +80,4 @@ func block(ctx context.Context, node portico.Caller, n uint64) (portico.Header, 
 // chain's blocks are asked for by slot.
 func header(ctx context.Context, node portico.Caller, number uint64, hash string) (portico.Header, error) {
 	return block(ctx, node, number)
-}
-
-// isAnswer reports whether err is a node's JSON-RPC error.
-func isAnswer(err error) bool {
-	var rpcErr interface{ ErrorCode() int }
-	return errors.As(err, &rpcErr)
 }

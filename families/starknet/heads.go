@@ -2,7 +2,6 @@ package starknet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/families/heads"
 )
 
 // Chain is how rollup nodes are tracked: the chain id names the chain;
@@ -18,26 +18,24 @@ import (
 // final blocks; nodes that do not know the l1_accepted tag leave it 0);
 // block hashes reveal reorgs.
 func Chain() portico.Chain {
+	reader := &heads.Reader{
+		IdentityMethod: "starknet_chainId", IdentityWant: "a felt", IdentityShow: 40,
+		// Nodes that do not know the l1_accepted tag leave it 0.
+		Marks: []heads.Mark{{Tag: "latest", Head: portico.HeadLatest, Missing: "starknet_getBlockWithTxHashes: the latest block has no number"},
+			{Tag: "l1_accepted", Head: portico.HeadFinalized, Optional: true}},
+		Mark: func(ctx context.Context, node portico.Caller, tag string) (portico.Header, bool, error) {
+			return getBlock(ctx, node, `"`+tag+`"`)
+		},
+		Head: portico.HeadLatest,
+	}
 	return portico.Chain{
-		Identity:     identity,
-		Heads:        heads,
+		Identity:     reader.ReadIdentity,
+		Heads:        reader.Heads,
 		Header:       header,
 		Tags:         map[string]portico.Head{"latest": portico.HeadLatest, "l1_accepted": portico.HeadFinalized},
 		PollInterval: 2 * time.Second,
 		MaxLag:       5,
 	}
-}
-
-func identity(ctx context.Context, node portico.Caller) (string, error) {
-	res, err := node.Call(ctx, "starknet_chainId", nil, nil)
-	if err != nil {
-		return "", err
-	}
-	var id string
-	if err := json.Unmarshal(res, &id); err != nil || id == "" {
-		return "", fmt.Errorf("starknet_chainId: not a felt: %.40s", res)
-	}
-	return id, nil
 }
 
 // blockHeader is what tracking reads of a block.
@@ -72,27 +70,6 @@ func getBlock(ctx context.Context, node portico.Caller, id string) (portico.Head
 		h.ParentNumber = h.Number - 1
 	}
 	return h, true, nil
-}
-
-func heads(ctx context.Context, node portico.Caller) (portico.Heads, error) {
-	var h portico.Heads
-	latest, ok, err := getBlock(ctx, node, `"latest"`)
-	if err != nil {
-		return h, err
-	}
-	if !ok {
-		return h, errors.New("starknet_getBlockWithTxHashes: the latest block has no number")
-	}
-	h.Latest, h.Head = latest.Number, latest
-	l1, ok, err := getBlock(ctx, node, `"l1_accepted"`)
-	var rpcErr interface{ ErrorCode() int }
-	switch {
-	case err == nil && ok:
-		h.Finalized = l1.Number
-	case err != nil && !errors.As(err, &rpcErr):
-		return h, err
-	}
-	return h, nil
 }
 
 // header reads a block's header by its hash.

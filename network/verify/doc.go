@@ -1,21 +1,11 @@
-// Package verify checks EVM nodes' answers against block headers Portico
-// trusts, so the gateway can serve an answer the chain itself commits to
-// instead of a node's word (issue 27; docs/verify.md).
-//
-// A Header is trusted by Trust (a quorum of nodes, a checkpoint, or a
-// parent link from a trusted header) and made only from fields that hash
-// to it. From one, a Chain checks blocks and their transactions
-// (VerifyBlock), receipts (VerifyReceipts) and logs (VerifyLogs);
-// VerifyProof checks eth_getProof against the state root; an Executor
-// answers eth_call and eth_estimateGas by running go-ethereum's EVM over
-// state fetched with proofs. Each check takes the node's raw JSON and
-// returns it verified, or an error that says what did not match
-// (ErrMismatch), what could not be decoded (ErrMalformed) or what no
-// commitment covers (ErrUnverifiable).
-//
-// Where it departs from what a light client such as Helios does: trust
-// comes from our own nodes agreeing (or a checkpoint), not from the
-// beacon chain's sync committee, which needs a consensus endpoint; and a
-// member of an answer that nothing commits to is refused rather than
-// passed on, except totalDifficulty (dropped) and size (recomputed).
+// Package verify is what a verifying network and each family's verifier
+// share (issue 27; docs/verify.md): the Verifier interface a family
+// implements (families/evm/evmverify, families/starknet/starkverify) and
+// the network calls, what the network gives it (Env), the Base every
+// family's verifier builds on (the hashes trusted and why: a quorum of
+// the nodes, a checkpoint, a parent link; one quorum ask per height at a
+// time; node calls whose answers a check judges, a wrong one the node's
+// fault), what a verified call holds against its memory budget
+// (Holding), and the errors of checks, which the network tells apart to
+// refuse, pass on or fail a call.
 package verify

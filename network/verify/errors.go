@@ -68,10 +68,6 @@ func (e *UnverifiableError) Error() string {
 // Unwrap returns ErrUnverifiable.
 func (e *UnverifiableError) Unwrap() error { return ErrUnverifiable }
 
-func mismatch(what, want, got string) error { return &MismatchError{What: what, Want: want, Got: got} }
-
-func malformed(what string, err error) error { return &MalformedError{What: what, Err: err} }
-
 // FetchError is a failed request of the executor to its ProofSource.
 type FetchError struct {
 	What string // "eth_getProof 0x…", "eth_getCode 0x…"

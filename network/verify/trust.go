@@ -100,11 +100,19 @@ func (t *Trust) Trusted(hash common.Hash) (uint64, bool) {
 	return n, ok
 }
 
+// Linked is a header whose hash was checked against its fields: its
+// hash, its number and the parent hash it commits to.
+type Linked interface {
+	Hash() common.Hash
+	Number() uint64
+	ParentHash() common.Hash
+}
+
 // Link extends trust from a verified header: when h's hash is trusted,
 // its parent's hash becomes trusted too, and Link reports true. Walking
 // parent by parent from a trusted head trusts the chain below it.
-func (t *Trust) Link(h *Header) bool {
-	return t.LinkParent(h.hash, h.Number(), h.eth.ParentHash)
+func (t *Trust) Link(h Linked) bool {
+	return t.LinkParent(h.Hash(), h.Number(), h.ParentHash())
 }
 
 // LinkParent is Link for a header of any family whose hash was checked

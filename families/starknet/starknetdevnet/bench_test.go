@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // BenchmarkGetEvents pages over 1,000,000 seeded events (1,000 blocks of
@@ -20,8 +22,8 @@ func BenchmarkGetEvents(b *testing.B) {
 	}
 	b.Logf("seeded 1,000,000 events in %v", time.Since(start))
 	for _, bc := range []struct{ name, filter string }{
-		{"selective", `"keys":[["` + feltHex(&selRare) + `"]],`},
-		{"selective-and-address", `"address":"` + feltHex(&tokenAddress) + `","keys":[["` + feltHex(&selRare) + `"]],`},
+		{"selective", `"keys":[["` + starknettx.Hex(&selRare) + `"]],`},
+		{"selective-and-address", `"address":"` + starknettx.Hex(&tokenAddress) + `","keys":[["` + starknettx.Hex(&selRare) + `"]],`},
 		{"all", ``},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/porticohq/portico/families/starknet/starkblock"
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // Block header constants. Gas prices are fixed: the devnet has no market.
@@ -61,24 +62,26 @@ func blockCommitments(txs []*txn, diff *stateDiff) commitments {
 // emitter, the transaction hash, and the keys and data, each prefixed by
 // its length.
 func eventLeaf(txHash *Felt, e *event) Felt {
-	vals := []Felt{e.from, *txHash, feltU64(uint64(len(e.keys)))}
+	vals := []Felt{e.from, *txHash, starknettx.FeltU64(uint64(len(e.keys)))}
 	vals = append(vals, e.keys...)
-	vals = append(vals, feltU64(uint64(len(e.data))))
+	vals = append(vals, starknettx.FeltU64(uint64(len(e.data))))
 	vals = append(vals, e.data...)
 	return poseidonMany(vals...)
 }
 
 // receiptLeaf is a receipt's leaf in the receipt commitment.
 func receiptLeaf(t *txn) Felt {
-	return poseidonMany(t.hash, feltU64(t.fee), poseidonMany(), Felt{},
-		feltU64(0), feltU64(t.l1Gas), feltU64(t.dataGas), feltU64(t.l2Gas))
+	return poseidonMany(t.hash, starknettx.FeltU64(t.fee), poseidonMany(), Felt{},
+		starknettx.FeltU64(0), starknettx.FeltU64(t.l1Gas), starknettx.FeltU64(t.dataGas), starknettx.FeltU64(t.l2Gas))
 }
 
 // header is the block's starkblock.Header: the row, its commitments and
 // the devnet's fixed sequencer, gas prices, data-availability mode and
 // version.
 func (r *blockRow) header() *starkblock.Header {
-	price := func(wei, fri uint64) starkblock.Price { return starkblock.Price{Wei: feltU64(wei), Fri: feltU64(fri)} }
+	price := func(wei, fri uint64) starkblock.Price {
+		return starkblock.Price{Wei: starknettx.FeltU64(wei), Fri: starknettx.FeltU64(fri)}
+	}
 	c := &r.commit
 	return &starkblock.Header{
 		Number: r.number, StateRoot: r.newRoot, Sequencer: sequencerAddr, Timestamp: r.timestamp,
@@ -103,7 +106,7 @@ func blockHash(r *blockRow) (Felt, error) {
 // deprecated classes, then per contract its storage and nonce, each group
 // sorted and prefixed by its length.
 func stateDiffCommitment(d *stateDiff) Felt {
-	v := []Felt{shortString("STARKNET_STATE_DIFF0")}
+	v := []Felt{starknettx.ShortString("STARKNET_STATE_DIFF0")}
 	classes := map[[32]byte]Felt{}
 	for _, dc := range d.deployed {
 		classes[dc[0].Bytes()] = dc[1]
@@ -111,21 +114,21 @@ func stateDiffCommitment(d *stateDiff) Felt {
 	for _, rc := range d.replaced {
 		classes[rc[0].Bytes()] = rc[1]
 	}
-	v = append(v, feltU64(uint64(len(classes))))
+	v = append(v, starknettx.FeltU64(uint64(len(classes))))
 	for _, a := range sortedKeys(classes) {
 		v = append(v, feltFromKey(a[:]), classes[a])
 	}
 	declared := slices.Clone(d.declared)
 	slices.SortFunc(declared, func(x, y [2]Felt) int { return x[0].Cmp(&y[0]) })
-	v = append(v, feltU64(uint64(len(declared))))
+	v = append(v, starknettx.FeltU64(uint64(len(declared))))
 	for _, dc := range declared {
 		v = append(v, dc[0], dc[1])
 	}
 	legacy := slices.Clone(d.legacy)
 	slices.SortFunc(legacy, func(x, y Felt) int { return x.Cmp(&y) })
-	v = append(v, feltU64(uint64(len(legacy))))
+	v = append(v, starknettx.FeltU64(uint64(len(legacy))))
 	v = append(v, legacy...)
-	v = append(v, feltU64(1), Felt{})
+	v = append(v, starknettx.FeltU64(1), Felt{})
 	touched := map[[32]byte]bool{}
 	for a := range d.storage {
 		touched[a] = true
@@ -133,11 +136,11 @@ func stateDiffCommitment(d *stateDiff) Felt {
 	for a := range d.nonces {
 		touched[a] = true
 	}
-	v = append(v, feltU64(uint64(len(touched))))
+	v = append(v, starknettx.FeltU64(uint64(len(touched))))
 	for _, a := range sortedKeys(touched) {
-		v = append(v, feltFromKey(a[:]), feltU64(d.nonces[a]))
+		v = append(v, feltFromKey(a[:]), starknettx.FeltU64(d.nonces[a]))
 		slots := d.storage[a]
-		v = append(v, feltU64(uint64(len(slots))))
+		v = append(v, starknettx.FeltU64(uint64(len(slots))))
 		for _, k := range sortedKeys(slots) {
 			v = append(v, feltFromKey(k[:]), slots[k])
 		}
@@ -189,7 +192,7 @@ func appendStateDiff(b []byte, d *stateDiff) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		addr, n := feltFromKey(a[:]), feltU64(d.nonces[a])
+		addr, n := feltFromKey(a[:]), starknettx.FeltU64(d.nonces[a])
 		b = append(b, `{"contract_address":`...)
 		b = appendFeltJSON(b, &addr)
 		b = append(b, `,"nonce":`...)
@@ -245,7 +248,7 @@ func appendUint(b []byte, v uint64) []byte { return strconv.AppendUint(b, v, 10)
 
 // resourcePrice renders a RESOURCE_PRICE.
 func appendPrice(b []byte, wei, fri uint64) []byte {
-	w, f := feltU64(wei), feltU64(fri)
+	w, f := starknettx.FeltU64(wei), starknettx.FeltU64(fri)
 	b = append(b, `{"price_in_fri":`...)
 	b = appendFeltJSON(b, &f)
 	b = append(b, `,"price_in_wei":`...)

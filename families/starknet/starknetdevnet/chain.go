@@ -52,22 +52,22 @@ type txn struct {
 // Well-known names of the devnet's contracts. The fee token sits at the
 // STRK address of Starknet's public networks, as on other devnets.
 var (
-	selTransfer     = snKeccak([]byte("Transfer"))
-	selApproval     = snKeccak([]byte("Approval"))
-	selOwnerAdded   = snKeccak([]byte("OwnerAdded"))
-	selUpgraded     = snKeccak([]byte("Upgraded"))
-	selTransferFn   = snKeccak([]byte("transfer"))
-	selApproveFn    = snKeccak([]byte("approve"))
-	selUpgradeFn    = snKeccak([]byte("upgrade"))
-	varBalances     = snKeccak([]byte("ERC20_balances"))
-	varAllowances   = snKeccak([]byte("ERC20_allowances"))
-	varTotalSupply  = snKeccak([]byte("ERC20_total_supply"))
-	varPublicKey    = snKeccak([]byte("Account_public_key"))
+	selTransfer     = starknettx.Selector("Transfer")
+	selApproval     = starknettx.Selector("Approval")
+	selOwnerAdded   = starknettx.Selector("OwnerAdded")
+	selUpgraded     = starknettx.Selector("Upgraded")
+	selTransferFn   = starknettx.Selector("transfer")
+	selApproveFn    = starknettx.Selector("approve")
+	selUpgradeFn    = starknettx.Selector("upgrade")
+	varBalances     = starknettx.Selector("ERC20_balances")
+	varAllowances   = starknettx.Selector("ERC20_allowances")
+	varTotalSupply  = starknettx.Selector("ERC20_total_supply")
+	varPublicKey    = starknettx.Selector("Account_public_key")
 	tokenAddress    = mustFelt("0x4718f5a0fc34cc1af16a1cdee98ffb20c31f5cd61d6ab07201858f4287c938d")
 	sequencerAddr   = mustFelt("0x1176a1bd84444c89232ec27754698e5d2e7e1a7f1539f12027f28b23ec9f3d8")
-	accountClass    = poseidonMany(shortString("portico devnet"), shortString("account"), feltU64(1))
-	tokenClass      = poseidonMany(shortString("portico devnet"), shortString("erc20"), feltU64(1))
-	legacyClass     = pedersenArray(shortString("portico devnet"), shortString("cairo0 proxy"))
+	accountClass    = poseidonMany(starknettx.ShortString("portico devnet"), starknettx.ShortString("account"), starknettx.FeltU64(1))
+	tokenClass      = poseidonMany(starknettx.ShortString("portico devnet"), starknettx.ShortString("erc20"), starknettx.FeltU64(1))
+	legacyClass     = pedersenArray(starknettx.ShortString("portico devnet"), starknettx.ShortString("cairo0 proxy"))
 	storageAddrMask = mustFelt("0x7ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff00")
 )
 
@@ -92,7 +92,7 @@ func mapSlot(base Felt, keys ...Felt) Felt {
 
 // next returns the slot after s: a u256's high half.
 func next(s Felt) Felt {
-	one := feltU64(1)
+	one := starknettx.FeltU64(1)
 	return *s.Add(&s, &one)
 }
 
@@ -122,7 +122,7 @@ func (r resourceBounds) hash() Felt {
 		f.SetBigInt(v)
 		return f
 	}
-	return poseidonMany(feltU64(r.tip),
+	return poseidonMany(starknettx.FeltU64(r.tip),
 		pack("L1_GAS", r.l1Amount, r.l1Price),
 		pack("L2_GAS", r.l2Amount, r.l2Price),
 		pack("L1_DATA", r.dataAmount, r.dataPrice))
@@ -133,9 +133,9 @@ func (r resourceBounds) hash() Felt {
 // nonce and data-availability modes, followed by the kind's own fields.
 func v3Hash(prefix string, sender Felt, fees resourceBounds, chain chainParams, nonce uint64, tail ...Felt) Felt {
 	values := []Felt{
-		shortString(prefix), feltU64(3), sender, fees.hash(),
+		starknettx.ShortString(prefix), starknettx.FeltU64(3), sender, fees.hash(),
 		poseidonMany(), // paymaster_data: empty
-		chain.chainID, feltU64(nonce),
+		chain.chainID, starknettx.FeltU64(nonce),
 		{}, // nonce and fee data-availability modes: both L1 (0)
 	}
 	return poseidonMany(append(values, tail...)...)

@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/porticohq/portico/families/starknet/starknettx"
 	"github.com/porticohq/portico/jsonrpc"
 )
 
@@ -141,7 +142,7 @@ func New(cfg Config) (*Devnet, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	d := &Devnet{cfg: cfg, log: cfg.Logger, chain: chainParams{chainID: shortString(cfg.ChainID)}}
+	d := &Devnet{cfg: cfg, log: cfg.Logger, chain: chainParams{chainID: starknettx.ShortString(cfg.ChainID)}}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -404,7 +405,7 @@ func (d *Devnet) loadOrGenesis(ctx context.Context) error {
 			return fmt.Errorf("starknetdevnet: load state: %w", err)
 		}
 		if _, _, root := w.commitment(); !root.Equal(&head.newRoot) {
-			return fmt.Errorf("starknetdevnet: stored state root %s does not match block %d's %s", feltHex(&root), head.number, feltHex(&head.newRoot))
+			return fmt.Errorf("starknetdevnet: stored state root %s does not match block %d's %s", starknettx.Hex(&root), head.number, starknettx.Hex(&head.newRoot))
 		}
 		d.world, d.head = w, head
 		d.openPending()
@@ -435,13 +436,13 @@ func (d *Devnet) genesis(ctx context.Context) error {
 	supply := uint64(0)
 	for i := range defaultAccounts {
 		pub := devPublicKey(uint64(i))
-		addr := contractAddress(Felt{}, feltU64(uint64(i)), accountClass, []Felt{pub})
+		addr := contractAddress(Felt{}, starknettx.FeltU64(uint64(i)), accountClass, []Felt{pub})
 		w.deploy(diff, addr, accountClass)
 		w.setStorage(diff, addr, varPublicKey, pub)
-		w.setStorage(diff, tokenAddress, mapSlot(varBalances, addr), feltU64(initialBalance))
+		w.setStorage(diff, tokenAddress, mapSlot(varBalances, addr), starknettx.FeltU64(initialBalance))
 		supply += initialBalance
 	}
-	w.setStorage(diff, tokenAddress, varTotalSupply, feltU64(supply))
+	w.setStorage(diff, tokenAddress, varTotalSupply, starknettx.FeltU64(supply))
 	w.ensureWallets(diff)
 	_, err := d.sealLocked(ctx)
 	return err

@@ -3,6 +3,8 @@ package starknetdevnet
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 type stateUpdateJSON struct {
@@ -114,7 +116,7 @@ func TestResultsMatchSpec(t *testing.T) {
 	for _, filter := range []string{
 		`{"chunk_size":5}`,
 		`{"from_block":"pending","to_block":"pending","chunk_size":3}`,
-		`{"from_block":{"block_number":3},"to_block":"latest","keys":[["` + feltHex(&selTransfer) + `"]],"chunk_size":1024}`,
+		`{"from_block":{"block_number":3},"to_block":"latest","keys":[["` + starknettx.Hex(&selTransfer) + `"]],"chunk_size":1024}`,
 	} {
 		check("rollup_getEvents", `{"filter":`+filter+`}`)
 	}

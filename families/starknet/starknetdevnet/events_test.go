@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 type eventJSON struct {
@@ -29,8 +31,8 @@ type chunkJSON struct {
 func addTx(d *Devnet, evs ...event) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	h := feltU64(uint64(0xabc000 + len(d.pending.txs) + int(d.pending.number)<<8))
-	d.pending.txs = append(d.pending.txs, &txn{hash: h, kind: kindInvoke, sender: feltU64(1), events: evs})
+	h := starknettx.FeltU64(uint64(0xabc000 + len(d.pending.txs) + int(d.pending.number)<<8))
+	d.pending.txs = append(d.pending.txs, &txn{hash: h, kind: kindInvoke, sender: starknettx.FeltU64(1), events: evs})
 }
 
 // page fetches every page of a filter (its fields without chunk_size and
@@ -69,9 +71,11 @@ func pageAll(t *testing.T, c *client, spec *specSchemas, filter string, chunk in
 func TestEventFilters(t *testing.T) {
 	spec := loadSpec(t)
 	d, c := startDevnet(t, Config{})
-	A, B := feltU64(0xa), feltU64(0xb)
-	K1, K2, X, Y, Z := feltU64(0x11), feltU64(0x12), feltU64(0x21), feltU64(0x22), feltU64(0x23)
-	ev := func(from Felt, keys ...Felt) event { return event{from: from, keys: keys, data: []Felt{feltU64(7)}} }
+	A, B := starknettx.FeltU64(0xa), starknettx.FeltU64(0xb)
+	K1, K2, X, Y, Z := starknettx.FeltU64(0x11), starknettx.FeltU64(0x12), starknettx.FeltU64(0x21), starknettx.FeltU64(0x22), starknettx.FeltU64(0x23)
+	ev := func(from Felt, keys ...Felt) event {
+		return event{from: from, keys: keys, data: []Felt{starknettx.FeltU64(7)}}
+	}
 	all := []event{ev(A, K1), ev(A, K1, X), ev(B, K2, X), ev(B, K2, Y, Z), ev(A), ev(A, K1, Y), ev(B, K1)}
 	addTx(d, all[0], all[1])
 	addTx(d, all[2], all[3], all[4])
@@ -87,7 +91,7 @@ func TestEventFilters(t *testing.T) {
 		BlockHash string `json:"block_hash"`
 	}](t, c.must("starknet_getBlockWithTxHashes", `{"block_id":{"block_number":2}}`)).BlockHash
 
-	h := func(f Felt) string { return `"` + feltHex(&f) + `"` }
+	h := func(f Felt) string { return `"` + starknettx.Hex(&f) + `"` }
 	id := func(e eventJSON) string { return e.FromAddress + ":" + strings.Join(e.Keys, ",") }
 	cases := []struct {
 		name   string
@@ -130,9 +134,9 @@ func TestEventFilters(t *testing.T) {
 					e := all[i]
 					ids := make([]string, len(e.keys))
 					for j := range e.keys {
-						ids[j] = feltHex(&e.keys[j])
+						ids[j] = starknettx.Hex(&e.keys[j])
 					}
-					wantIDs = append(wantIDs, feltHex(&e.from)+":"+strings.Join(ids, ","))
+					wantIDs = append(wantIDs, starknettx.Hex(&e.from)+":"+strings.Join(ids, ","))
 				}
 				if !slices.Equal(gotIDs, wantIDs) {
 					t.Fatalf("chunk %d: got %v\nwant %v", chunk, gotIDs, wantIDs)
@@ -225,9 +229,9 @@ func TestPaging100k(t *testing.T) {
 	refKey := func(r ref) string {
 		ks := make([]string, len(r.ev.keys))
 		for i := range r.ev.keys {
-			ks[i] = feltHex(&r.ev.keys[i])
+			ks[i] = starknettx.Hex(&r.ev.keys[i])
 		}
-		return key(r.block, feltHex(&r.tx), feltHex(&r.ev.from), ks)
+		return key(r.block, starknettx.Hex(&r.tx), starknettx.Hex(&r.ev.from), ks)
 	}
 	compare := func(name string, got []eventJSON, exp []ref) {
 		t.Helper()
@@ -245,7 +249,7 @@ func TestPaging100k(t *testing.T) {
 	rseed := uint64(time.Now().UnixNano())
 	t.Logf("random filter seed %d", rseed)
 	rng := rand.New(rand.NewPCG(rseed, 7))
-	addrs := []Felt{tokenAddress, feltU64(0x1001), feltU64(0x1002), feltU64(0x1003), feltU64(0x9999)}
+	addrs := []Felt{tokenAddress, starknettx.FeltU64(0x1001), starknettx.FeltU64(0x1002), starknettx.FeltU64(0x1003), starknettx.FeltU64(0x9999)}
 	sels := []Felt{selTransfer, selApproval, selRare}
 	for iter := range 25 {
 		from := 1 + rng.Uint64N(blocks)
@@ -262,7 +266,7 @@ func TestPaging100k(t *testing.T) {
 				if i > 0 {
 					sb.WriteByte(',')
 				}
-				sb.WriteString(`"` + feltHex(&f.addresses[i]) + `"`)
+				sb.WriteString(`"` + starknettx.Hex(&f.addresses[i]) + `"`)
 			}
 			sb.WriteString(`],`)
 		}
@@ -273,7 +277,7 @@ func TestPaging100k(t *testing.T) {
 					if i == 0 {
 						f.keys[i] = append(f.keys[i], sels[rng.IntN(len(sels))])
 					} else {
-						f.keys[i] = append(f.keys[i], feltU64(0x2000+rng.Uint64N(9)))
+						f.keys[i] = append(f.keys[i], starknettx.FeltU64(0x2000+rng.Uint64N(9)))
 					}
 				}
 			}
@@ -287,7 +291,7 @@ func TestPaging100k(t *testing.T) {
 					if j > 0 {
 						sb.WriteByte(',')
 					}
-					sb.WriteString(`"` + feltHex(&pos[j]) + `"`)
+					sb.WriteString(`"` + starknettx.Hex(&pos[j]) + `"`)
 				}
 				sb.WriteByte(']')
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico/families/rpcparams"
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // Limits of getEvents, as pathfinder sets them.
@@ -37,7 +38,7 @@ func (r blockRef) String() string {
 	case r.tag != "":
 		return r.tag
 	case r.byHash:
-		return "h" + feltHex(&r.hash)
+		return "h" + starknettx.Hex(&r.hash)
 	}
 	return "n" + strconv.FormatUint(r.number, 10)
 }
@@ -176,13 +177,13 @@ func (f *eventFilter) fingerprint() [4]byte {
 		b.WriteByte('|')
 	}
 	for i := range f.addresses {
-		b.WriteString(feltHex(&f.addresses[i]))
+		b.WriteString(starknettx.Hex(&f.addresses[i]))
 		b.WriteByte(',')
 	}
 	for _, pos := range f.keys {
 		b.WriteByte('[')
 		for i := range pos {
-			b.WriteString(feltHex(&pos[i]))
+			b.WriteString(starknettx.Hex(&pos[i]))
 			b.WriteByte(',')
 		}
 	}
@@ -291,7 +292,7 @@ func decodeFelt(v jsontext.Value, at int, field string) (Felt, error) {
 	if err != nil {
 		return Felt{}, err
 	}
-	f, err := parseFelt(s)
+	f, err := starknettx.ParseFelt(s)
 	if err != nil {
 		return Felt{}, rpcparams.Errorf(at, field, "%v, got %s", err, rpcparams.Describe(v))
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 type headerJSON struct {
@@ -108,8 +110,8 @@ func TestWSEvents(t *testing.T) {
 	d, c := startDevnet(t, Config{Clock: fixedClock})
 	buildChain(t, d, 4, 3)
 	accts := d.world.accounts()
-	acct := feltHex(&accts[0])
-	token, transfer := feltHex(&tokenAddress), feltHex(&selTransfer)
+	acct := starknettx.Hex(&accts[0])
+	token, transfer := starknettx.Hex(&tokenAddress), starknettx.Hex(&selTransfer)
 	cases := []struct {
 		name, params string // params with BLOCK for the block id
 		filter       string // the same filter for getEvents
@@ -226,7 +228,7 @@ func TestWSBackgroundClose(t *testing.T) {
 	d, _ := startDevnet(t, Config{BlockPeriod: 40 * time.Millisecond, Traffic: true})
 	w := dialWS(t, d, spec)
 	heads := w.subscribe("starknet_subscribeNewHeads", "")
-	events := w.subscribe("starknet_subscribeEvents", `{"keys":[["`+feltHex(&selTransfer)+`"]]}`)
+	events := w.subscribe("starknet_subscribeEvents", `{"keys":[["`+starknettx.Hex(&selTransfer)+`"]]}`)
 	pending := w.subscribe("starknet_subscribePendingTransactions", `{"transaction_details":true}`)
 	seen := map[string]int{}
 	var last uint64

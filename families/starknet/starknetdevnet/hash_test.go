@@ -3,6 +3,8 @@ package starknetdevnet
 import (
 	"math/big"
 	"testing"
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 func dec(t *testing.T, s string) Felt {
@@ -18,7 +20,7 @@ func dec(t *testing.T, s string) Felt {
 
 func hexFelt(t *testing.T, s string) Felt {
 	t.Helper()
-	f, err := parseFelt(s)
+	f, err := starknettx.ParseFelt(s)
 	if err != nil {
 		t.Fatalf("%s: %v", s, err)
 	}
@@ -28,7 +30,7 @@ func hexFelt(t *testing.T, s string) Felt {
 func seq(n int) []Felt {
 	out := make([]Felt, n)
 	for i := range out {
-		out[i] = feltU64(uint64(i))
+		out[i] = starknettx.FeltU64(uint64(i))
 	}
 	return out
 }
@@ -47,7 +49,7 @@ func TestPoseidon(t *testing.T) {
 		want string
 	}{
 		{[]Felt{{}}, "2384960345383653703825803024708982182127528589318022519244349682493582074337"},
-		{[]Felt{feltU64(3), feltU64(2), feltU64(1), {}}, "959881287299178068212229797802921067420697642955658182090092369705512874535"},
+		{[]Felt{starknettx.FeltU64(3), starknettx.FeltU64(2), starknettx.FeltU64(1), {}}, "959881287299178068212229797802921067420697642955658182090092369705512874535"},
 		{seq(24), "2800526046406372876670877767246181706986966856687646706671678894003401414331"},
 		{seq(128), "3530668544792995162958732882451140094230265759699749633300982879733486600710"},
 	}
@@ -65,13 +67,13 @@ func TestPedersen(t *testing.T) {
 	a := hexFelt(t, "0x03d937c035c878245caf64531a5756109c53068da139362728feb561405371cb")
 	b := hexFelt(t, "0x0208a0a10250e382e1e4bbe2880906c2791bf6275695e02fbbc6aeff9cd8b31a")
 	if got, want := pedersen(&a, &b), hexFelt(t, "0x030e480bed5fe53fa909cc0f8c4d99b8f9f2c016be4c41e13a4848797979c662"); !got.Equal(&want) {
-		t.Errorf("pedersen = %s", feltHex(&got))
+		t.Errorf("pedersen = %s", starknettx.Hex(&got))
 	}
 	addr := contractAddress(Felt{},
 		hexFelt(t, "0x5bebda1b28ba6daa824126577b9fbc984033e8b18360f5e1ef694cb172c7aa5"),
 		hexFelt(t, "0x0439218681f9108b470d2379cf589ef47e60dc5888ee49ec70071671d74ca9c6"), nil)
 	if want := hexFelt(t, "0x43c6817e70b3fd99a4f120790b2e82c6843df62b573fdadf9e2d677b60ac5eb"); !addr.Equal(&want) {
-		t.Errorf("contract address = %s", feltHex(&addr))
+		t.Errorf("contract address = %s", starknettx.Hex(&addr))
 	}
 }
 
@@ -81,8 +83,8 @@ func TestStarknetKeccak(t *testing.T) {
 		"Transfer": "0x99cd8bde557814842a3121e8ddfd433a539b8c9f14bf31ebf108d12e6196e9",
 		"transfer": "0x83afd3f4caedc6eebf44246fe54e38c95e3179a5ec9ea81740eca5b482d12e",
 	} {
-		if got := snKeccak([]byte(name)); feltHex(&got) != want {
-			t.Errorf("sn_keccak(%s) = %s, want %s", name, feltHex(&got), want)
+		if got := starknettx.Selector(name); starknettx.Hex(&got) != want {
+			t.Errorf("sn_keccak(%s) = %s, want %s", name, starknettx.Hex(&got), want)
 		}
 	}
 }
@@ -101,8 +103,8 @@ func TestIndexedRoot(t *testing.T) {
 	}
 	for _, c := range cases {
 		values := seq(c.n + 1)[1:]
-		if got := indexedRoot(values, pedersen); feltHex(&got) != c.want {
-			t.Errorf("root of 1..%d = %s, want %s", c.n, feltHex(&got), c.want)
+		if got := indexedRoot(values, pedersen); starknettx.Hex(&got) != c.want {
+			t.Errorf("root of 1..%d = %s, want %s", c.n, starknettx.Hex(&got), c.want)
 		}
 	}
 }
@@ -116,28 +118,28 @@ func TestPatriciaShapes(t *testing.T) {
 	leaf := func(key, value Felt) trieLeaf { return trieLeaf{key: key.Bytes(), value: value} }
 	edge := func(child, path Felt, length uint64) Felt {
 		e := h(&child, &path)
-		l := feltU64(length)
+		l := starknettx.FeltU64(length)
 		return *e.Add(&e, &l)
 	}
 	k := hexFelt(t, "0x123456789abcdef")
-	v := feltU64(7)
+	v := starknettx.FeltU64(7)
 	if got, want := patriciaRoot([]trieLeaf{leaf(k, v)}, 251, h, nil), edge(v, k, 251); !got.Equal(&want) {
-		t.Errorf("single leaf root %s, want %s", feltHex(&got), feltHex(&want))
+		t.Errorf("single leaf root %s, want %s", starknettx.Hex(&got), starknettx.Hex(&want))
 	}
-	two, three := feltU64(2), feltU64(3)
+	two, three := starknettx.FeltU64(2), starknettx.FeltU64(3)
 	bin := h(&two, &three)
-	if got, want := patriciaRoot([]trieLeaf{leaf(feltU64(1), three), leaf(feltU64(0), two)}, 251, h, nil), edge(bin, Felt{}, 250); !got.Equal(&want) {
-		t.Errorf("keys 0,1 root %s, want %s", feltHex(&got), feltHex(&want))
+	if got, want := patriciaRoot([]trieLeaf{leaf(starknettx.FeltU64(1), three), leaf(starknettx.FeltU64(0), two)}, 251, h, nil), edge(bin, Felt{}, 250); !got.Equal(&want) {
+		t.Errorf("keys 0,1 root %s, want %s", starknettx.Hex(&got), starknettx.Hex(&want))
 	}
 	top := hexFelt(t, "0x7ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff")
-	cc, dd := feltU64(0xcc), feltU64(0xdd)
+	cc, dd := starknettx.FeltU64(0xcc), starknettx.FeltU64(0xdd)
 	ones := hexFelt(t, "0x3ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff")
 	l, r := edge(cc, Felt{}, 250), edge(dd, ones, 250)
 	if got, want := patriciaRoot([]trieLeaf{leaf(Felt{}, cc), leaf(top, dd)}, 251, h, nil), h(&l, &r); !got.Equal(&want) {
-		t.Errorf("split root %s, want %s", feltHex(&got), feltHex(&want))
+		t.Errorf("split root %s, want %s", starknettx.Hex(&got), starknettx.Hex(&want))
 	}
 	// Zero values are absent leaves.
 	if got := patriciaRoot([]trieLeaf{leaf(k, Felt{})}, 251, h, nil); !got.IsZero() {
-		t.Errorf("zero leaf root %s", feltHex(&got))
+		t.Errorf("zero leaf root %s", starknettx.Hex(&got))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/porticohq/portico/families/starknet/starkblock"
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // checkHeader decodes a sealed header with starkblock and checks that it
@@ -26,9 +27,9 @@ func checkHeader(t *testing.T, raw json.RawMessage) *starkblock.Header {
 		t.Fatal(err)
 	}
 	if !got.Equal(&claimed) {
-		t.Fatalf("block %d: header hashes to %s, block_hash is %s", h.Number, feltHex(&got), feltHex(&claimed))
+		t.Fatalf("block %d: header hashes to %s, block_hash is %s", h.Number, starknettx.Hex(&got), starknettx.Hex(&claimed))
 	}
-	one := feltU64(1)
+	one := starknettx.FeltU64(1)
 	bump := func(f *Felt) { f.Add(f, &one) }
 	for _, c := range []struct {
 		field  string

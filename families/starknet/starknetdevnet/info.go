@@ -3,6 +3,8 @@ package starknetdevnet
 import (
 	"fmt"
 	"strings"
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // WSURL returns the JSON-RPC endpoint over WebSocket (the HTTP port), or
@@ -19,5 +21,5 @@ func (d *Devnet) WSURL() string {
 func (d *Devnet) Info() string {
 	faucet := FaucetAddress()
 	return fmt.Sprintf("embedded rollup devnet at %s, chain id %s, spec %s; faucet account %s, key 0x%s (a public test key, dev only: never use it elsewhere)",
-		d.HTTPURL(), d.cfg.ChainID, SpecVersion, feltHex(&faucet), FaucetKey().Text(16))
+		d.HTTPURL(), d.cfg.ChainID, SpecVersion, starknettx.Hex(&faucet), FaucetKey().Text(16))
 }

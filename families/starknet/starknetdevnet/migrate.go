@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // addCommitmentColumns adds the blocks columns a database made before the
@@ -179,7 +181,7 @@ func parseStateDiff(s string) (*stateDiff, error) {
 	for _, nc := range j.Nonces {
 		n := Felt(nc.Nonce)
 		if !n.IsUint64() {
-			return nil, fmt.Errorf("stored state diff: nonce %s", feltHex(&n))
+			return nil, fmt.Errorf("stored state diff: nonce %s", starknettx.Hex(&n))
 		}
 		d.nonces[key(nc.Address)] = n.Uint64()
 	}
@@ -195,7 +197,7 @@ func (f *feltText) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
-	v, err := parseFelt(s)
+	v, err := starknettx.ParseFelt(s)
 	*f = feltText(v)
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico/families/rpcparams"
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // starknet_getStorageProof, spec 0.8.1: proofs in a recent sealed block's
@@ -88,7 +89,7 @@ func (d *Devnet) provenState(ctx context.Context, number uint64) (*stateTries, e
 	}
 	t := buildStateTries(w, d.head.number, d.head.hash)
 	if root := stateRoot(t.contractsRoot, t.classesRoot); !root.Equal(&d.head.newRoot) {
-		return nil, fmt.Errorf("starknetdevnet: the stored state's root %s is not block %d's %s", feltHex(&root), d.head.number, feltHex(&d.head.newRoot))
+		return nil, fmt.Errorf("starknetdevnet: the stored state's root %s is not block %d's %s", starknettx.Hex(&root), d.head.number, starknettx.Hex(&d.head.newRoot))
 	}
 	d.keepTries(t)
 	return t, nil
@@ -267,7 +268,7 @@ func (t *stateTries) appendProof(out []byte, classes, contracts [][32]byte, stor
 		}
 		var nonce, class, root Felt // zeros: no contract at the address
 		if c, ok := t.contracts[a]; ok {
-			nonce, class, root = feltU64(c.nonce), c.classHash, t.storageRoots[a]
+			nonce, class, root = starknettx.FeltU64(c.nonce), c.classHash, t.storageRoots[a]
 		}
 		out = append(out, `{"nonce":`...)
 		out = appendFeltJSON(out, &nonce)

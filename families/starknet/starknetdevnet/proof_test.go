@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // TestProveShapes checks the nodes prove lists on hand-built tries (those
@@ -14,17 +16,17 @@ func TestProveShapes(t *testing.T) {
 	h := pedersen
 	edge := func(child, path Felt, length int) (Felt, trieNode) {
 		e := h(&child, &path)
-		l := feltU64(uint64(length))
+		l := starknettx.FeltU64(uint64(length))
 		return *e.Add(&e, &l), trieNode{child: child, path: path, length: length}
 	}
 	binary := func(l, r Felt) (Felt, trieNode) { return h(&l, &r), trieNode{binary: true, left: l, right: r} }
 	entry := func(hash Felt, n trieNode) string { return string(appendProofNode(nil, &hash, &n)) }
-	k, v := hexFelt(t, "0x123456789abcdef"), feltU64(7)
+	k, v := hexFelt(t, "0x123456789abcdef"), starknettx.FeltU64(7)
 	lone, loneNode := edge(v, k, 251)
-	two, three := feltU64(2), feltU64(3)
+	two, three := starknettx.FeltU64(2), starknettx.FeltU64(3)
 	bin, binNode := binary(two, three)
 	low, lowNode := edge(bin, Felt{}, 250)
-	cc, dd := feltU64(0xcc), feltU64(0xdd)
+	cc, dd := starknettx.FeltU64(0xcc), starknettx.FeltU64(0xdd)
 	top := hexFelt(t, "0x7ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff")
 	ones := hexFelt(t, "0x3ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff")
 	l, lNode := edge(cc, Felt{}, 250)
@@ -37,11 +39,11 @@ func TestProveShapes(t *testing.T) {
 		want   []string
 	}{
 		{"lone leaf", [][2]Felt{{k, v}}, k, []string{entry(lone, loneNode)}},
-		{"absent beside a lone leaf", [][2]Felt{{k, v}}, feltU64(5), []string{entry(lone, loneNode)}},
-		{"key 1 of 0,1", [][2]Felt{{feltU64(1), three}, {feltU64(0), two}}, feltU64(1), []string{entry(low, lowNode), entry(bin, binNode)}},
-		{"absent 2 beside 0,1", [][2]Felt{{feltU64(1), three}, {feltU64(0), two}}, feltU64(2), []string{entry(low, lowNode)}},
+		{"absent beside a lone leaf", [][2]Felt{{k, v}}, starknettx.FeltU64(5), []string{entry(lone, loneNode)}},
+		{"key 1 of 0,1", [][2]Felt{{starknettx.FeltU64(1), three}, {starknettx.FeltU64(0), two}}, starknettx.FeltU64(1), []string{entry(low, lowNode), entry(bin, binNode)}},
+		{"absent 2 beside 0,1", [][2]Felt{{starknettx.FeltU64(1), three}, {starknettx.FeltU64(0), two}}, starknettx.FeltU64(2), []string{entry(low, lowNode)}},
 		{"top of a split", [][2]Felt{{Felt{}, cc}, {top, dd}}, top, []string{entry(split, splitNode), entry(r, rNode)}},
-		{"absent under the split's left", [][2]Felt{{Felt{}, cc}, {top, dd}}, feltU64(9), []string{entry(split, splitNode), entry(l, lNode)}},
+		{"absent under the split's left", [][2]Felt{{Felt{}, cc}, {top, dd}}, starknettx.FeltU64(9), []string{entry(split, splitNode), entry(l, lNode)}},
 		{"empty trie", nil, k, nil},
 		{"zero leaves only", [][2]Felt{{k, {}}}, k, nil},
 	} {
@@ -78,11 +80,11 @@ func TestStorageProofRPC(t *testing.T) {
 	spec := loadSpec(t)
 	d, c := startDevnet(t, Config{})
 	buildChain(t, d, 3, 2)
-	token := feltHex(&tokenAddress)
+	token := starknettx.Hex(&tokenAddress)
 	slot := mapSlot(varBalances, sequencerAddr)
 	params := func(block string) string {
-		return `{"block_id":` + block + `,"class_hashes":["` + feltHex(&accountClass) + `","0xc1a55"],"contract_addresses":["` + token + `","0x5eed"],` +
-			`"contracts_storage_keys":[{"contract_address":"` + token + `","storage_keys":["` + feltHex(&slot) + `","0xdead"]}]}`
+		return `{"block_id":` + block + `,"class_hashes":["` + starknettx.Hex(&accountClass) + `","0xc1a55"],"contract_addresses":["` + token + `","0x5eed"],` +
+			`"contracts_storage_keys":[{"contract_address":"` + token + `","storage_keys":["` + starknettx.Hex(&slot) + `","0xdead"]}]}`
 	}
 	type proofJSON struct {
 		Classes   []json.RawMessage `json:"classes_proof"`
@@ -112,13 +114,13 @@ func TestStorageProofRPC(t *testing.T) {
 	spec.validate(t, "starknet_getStorageProof", latest)
 	p := decodeJSON[proofJSON](t, latest)
 	if len(p.Classes) == 0 || len(p.Contracts.Nodes) == 0 || len(p.Contracts.Leaves) != 2 || len(p.Storage) != 1 || len(p.Storage[0]) == 0 ||
-		p.Roots.BlockHash != feltHex(&d.head.hash) {
+		p.Roots.BlockHash != starknettx.Hex(&d.head.hash) {
 		t.Fatalf("proof %s", latest)
 	}
 	if err := d.GenerateTraffic(); err != nil { // the pending block changes the token's state
 		t.Fatal(err)
 	}
-	for _, id := range []string{`{"block_number":3}`, `{"block_hash":"` + feltHex(&d.head.hash) + `"}`} {
+	for _, id := range []string{`{"block_number":3}`, `{"block_hash":"` + starknettx.Hex(&d.head.hash) + `"}`} {
 		if got := c.must("starknet_getStorageProof", params(id)); string(got) != string(latest) {
 			t.Fatalf("proof at %s\n%s\nwant the latest's\n%s", id, got, latest)
 		}
@@ -131,8 +133,8 @@ func TestStorageProofRPC(t *testing.T) {
 
 	seal(t, d)
 	moved := decodeJSON[proofJSON](t, c.must("starknet_getStorageProof", params(`"latest"`)))
-	if moved.Roots.BlockHash != feltHex(&d.head.hash) || moved.Roots.BlockHash == p.Roots.BlockHash {
-		t.Fatalf("after a seal the proof is of block %s, the head is %s", moved.Roots.BlockHash, feltHex(&d.head.hash))
+	if moved.Roots.BlockHash != starknettx.Hex(&d.head.hash) || moved.Roots.BlockHash == p.Roots.BlockHash {
+		t.Fatalf("after a seal the proof is of block %s, the head is %s", moved.Roots.BlockHash, starknettx.Hex(&d.head.hash))
 	}
 	// The seal built the new head's tries; the old head is still proven,
 	// as before.

@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico/families/rpcparams"
+	"github.com/porticohq/portico/families/starknet/starknettx"
 	"github.com/porticohq/portico/jsonrpc"
 )
 
@@ -308,7 +309,7 @@ func (d *Devnet) rpcGetTransactionReceipt(ctx context.Context, params jsontext.V
 // appendReceipt renders a TXN_RECEIPT_WITH_BLOCK_INFO; blockHash is nil
 // for a pending transaction, which then has no block members.
 func appendReceipt(b []byte, t *txn, evs []event, status string, blockHash *Felt, block uint64) []byte {
-	fee := feltU64(t.fee)
+	fee := starknettx.FeltU64(t.fee)
 	b = append(b, `{"type":"`+t.kind+`","transaction_hash":`...)
 	b = appendFeltJSON(b, &t.hash)
 	b = append(b, `,"actual_fee":{"amount":`...)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // seedEventsPerTx is how many events each seeded transaction emits.
@@ -12,18 +14,18 @@ const seedEventsPerTx = 4
 
 // Selectors of seeded events: most are transfers, a tenth approvals and
 // one in a hundred a rare event, so filters of every selectivity exist.
-var selRare = snKeccak([]byte("RareEvent"))
+var selRare = starknettx.Selector("RareEvent")
 
 // seededTxs returns the synthetic transactions of seeded block n: events
 // whose emitter, selector and indexed keys are drawn from small sets, so
 // that any filter matches a predictable share.
 func seededTxs(seed, block uint64, events int) []*txn {
 	rng := rand.New(rand.NewPCG(seed, block))
-	emitters := []Felt{tokenAddress, feltU64(0x1001), feltU64(0x1002), feltU64(0x1003)}
+	emitters := []Felt{tokenAddress, starknettx.FeltU64(0x1001), starknettx.FeltU64(0x1002), starknettx.FeltU64(0x1003)}
 	var txs []*txn
 	for i := 0; i < events; i += seedEventsPerTx {
-		b, idx := feltU64(block), feltU64(uint64(len(txs)))
-		t := &txn{hash: pedersen(&b, &idx), kind: kindInvoke, sender: feltU64(0x2000 + rng.Uint64N(8)), fee: feeAmount, l2Gas: 1000}
+		b, idx := starknettx.FeltU64(block), starknettx.FeltU64(uint64(len(txs)))
+		t := &txn{hash: pedersen(&b, &idx), kind: kindInvoke, sender: starknettx.FeltU64(0x2000 + rng.Uint64N(8)), fee: feeAmount, l2Gas: 1000}
 		for range min(seedEventsPerTx, events-i) {
 			sel := selTransfer
 			switch r := rng.IntN(100); {
@@ -32,11 +34,11 @@ func seededTxs(seed, block uint64, events int) []*txn {
 			case r < 11:
 				sel = selApproval
 			}
-			keys := []Felt{sel, feltU64(0x2000 + rng.Uint64N(8)), feltU64(0x2000 + rng.Uint64N(8))}
+			keys := []Felt{sel, starknettx.FeltU64(0x2000 + rng.Uint64N(8)), starknettx.FeltU64(0x2000 + rng.Uint64N(8))}
 			t.events = append(t.events, event{
 				from: emitters[rng.IntN(len(emitters))],
 				keys: keys[:1+rng.IntN(3)],
-				data: []Felt{feltU64(rng.Uint64N(1 << 40)), {}},
+				data: []Felt{starknettx.FeltU64(rng.Uint64N(1 << 40)), {}},
 			})
 		}
 		txs = append(txs, t)
@@ -92,7 +94,7 @@ func (d *Devnet) SeedEvents(ctx context.Context, blocks, eventsPerBlock int, see
 		b := blockRow{number: n, parent: head.hash, oldRoot: head.newRoot, newRoot: head.newRoot,
 			timestamp: head.timestamp, stateDiff: emptyDiff,
 			commit: commitments{txCount: uint64(len(txs)), eventCount: uint64(eventsPerBlock)}}
-		b.hash = poseidonMany(shortString("PORTICO_SEEDED_BLOCK"), feltU64(n), b.newRoot, b.parent)
+		b.hash = poseidonMany(starknettx.ShortString("PORTICO_SEEDED_BLOCK"), starknettx.FeltU64(n), b.newRoot, b.parent)
 		if err := insertBlock(ctx, tx, &b); err != nil {
 			return err
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"maps"
 	"slices"
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // contract is a deployed contract's state.
@@ -147,7 +149,7 @@ func (w *worldState) commitment() (contractsRoot, classesRoot, root Felt) {
 // classLeaves are the classes trie's leaves.
 func (w *worldState) classLeaves() []trieLeaf {
 	leaves := make([]trieLeaf, 0, len(w.classes))
-	version := shortString("CONTRACT_CLASS_LEAF_V0")
+	version := starknettx.ShortString("CONTRACT_CLASS_LEAF_V0")
 	for h, compiled := range w.classes {
 		leaves = append(leaves, trieLeaf{key: h, value: poseidon(&version, &compiled)})
 	}
@@ -159,7 +161,7 @@ func stateRoot(contractsRoot, classesRoot Felt) Felt {
 	if classesRoot.IsZero() {
 		return contractsRoot
 	}
-	return poseidonMany(shortString("STARKNET_STATE_V0"), contractsRoot, classesRoot)
+	return poseidonMany(starknettx.ShortString("STARKNET_STATE_V0"), contractsRoot, classesRoot)
 }
 
 // storageRoot is the root of a contract's storage trie; its inner nodes
@@ -174,7 +176,7 @@ func storageRoot(c *contract, nodes trieNodes) Felt {
 
 // contractLeaf is a contract's leaf in the contracts trie.
 func contractLeaf(c *contract, storageRoot Felt) Felt {
-	nonce := feltU64(c.nonce)
+	nonce := starknettx.FeltU64(c.nonce)
 	h := pedersen(&c.classHash, &storageRoot)
 	h = pedersen(&h, &nonce)
 	var zero Felt

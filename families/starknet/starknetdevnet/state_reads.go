@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico/families/rpcparams"
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // getStorageAt and getClassHashAt read the state as getNonce does: at the
@@ -54,7 +55,7 @@ func decodeStorageKey(v jsontext.Value, pos int, field string) (Felt, error) {
 		return Felt{}, err
 	}
 	if keyBits(&k) > stateTrieHeight {
-		return Felt{}, rpcparams.Errorf(pos, field, "must be below 2^251, the state tries' key space, got %s", feltHex(&k))
+		return Felt{}, rpcparams.Errorf(pos, field, "must be below 2^251, the state tries' key space, got %s", starknettx.Hex(&k))
 	}
 	return k, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // TestStateReads reads every contract's class hash and every slot of the
@@ -36,17 +38,17 @@ func TestStateReads(t *testing.T) {
 	}{{`"latest"`, latest}, {`"pending"`, d.world}, {`"pre_confirmed"`, d.world}, {`{"block_number":3}`, latest}} {
 		for a, ct := range at.w.contracts {
 			addr := feltFromKey(a[:])
-			check("starknet_getClassHashAt", `{"block_id":`+at.tag+`,"contract_address":"`+feltHex(&addr)+`"}`, feltHex(&ct.classHash))
-			check("rollup_getClassHashAt", `[`+at.tag+`,"`+feltHex(&addr)+`"]`, feltHex(&ct.classHash))
+			check("starknet_getClassHashAt", `{"block_id":`+at.tag+`,"contract_address":"`+starknettx.Hex(&addr)+`"}`, starknettx.Hex(&ct.classHash))
+			check("rollup_getClassHashAt", `[`+at.tag+`,"`+starknettx.Hex(&addr)+`"]`, starknettx.Hex(&ct.classHash))
 			for k, v := range ct.storage {
 				key := feltFromKey(k[:])
-				check("starknet_getStorageAt", `{"contract_address":"`+feltHex(&addr)+`","key":"`+feltHex(&key)+`","block_id":`+at.tag+`}`, feltHex(&v))
-				check("starknet_getStorageAt", `["`+feltHex(&addr)+`","`+feltHex(&key)+`",`+at.tag+`]`, feltHex(&v))
+				check("starknet_getStorageAt", `{"contract_address":"`+starknettx.Hex(&addr)+`","key":"`+starknettx.Hex(&key)+`","block_id":`+at.tag+`}`, starknettx.Hex(&v))
+				check("starknet_getStorageAt", `["`+starknettx.Hex(&addr)+`","`+starknettx.Hex(&key)+`",`+at.tag+`]`, starknettx.Hex(&v))
 				if at.w == d.world && latest.storageAt(addr, key) != v {
 					differ++
 				}
 			}
-			check("starknet_getStorageAt", `["`+feltHex(&addr)+`","0xdead",`+at.tag+`]`, "0x0")
+			check("starknet_getStorageAt", `["`+starknettx.Hex(&addr)+`","0xdead",`+at.tag+`]`, "0x0")
 		}
 	}
 	if differ == 0 {
@@ -58,7 +60,7 @@ func TestStateReads(t *testing.T) {
 func TestStateReadErrors(t *testing.T) {
 	d, c := startDevnet(t, Config{})
 	buildChain(t, d, 2, 1)
-	token := feltHex(&tokenAddress)
+	token := starknettx.Hex(&tokenAddress)
 	for _, tc := range []struct {
 		method, params string
 		code           int

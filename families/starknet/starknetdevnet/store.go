@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // schema is the devnet's database. Felts are 32-byte big-endian blobs.
@@ -147,7 +148,7 @@ func writeBlock(ctx context.Context, db *sql.DB, b *sealedBlock, diff *stateDiff
 	for i, t := range b.txs {
 		h, s := t.hash.Bytes(), t.sender.Bytes()
 		if _, err := insTx.ExecContext(ctx, h[:], b.number, i, t.kind, s[:], t.fee, t.l1Gas, t.dataGas, t.l2Gas, t.deployed); err != nil {
-			return fmt.Errorf("tx %s: %w", feltHex(&t.hash), err)
+			return fmt.Errorf("tx %s: %w", starknettx.Hex(&t.hash), err)
 		}
 		for _, e := range t.events {
 			if err := insertEvent(ctx, insEv, b.number, pos, i, &e); err != nil {

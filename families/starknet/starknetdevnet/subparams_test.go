@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/porticohq/portico/internal/starknetspec"
 )
 

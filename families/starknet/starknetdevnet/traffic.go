@@ -95,10 +95,10 @@ func (d *Devnet) move(from, to Felt, amount uint64) event {
 	if !from.Equal(&to) {
 		fb, tb := d.balance(from), d.balance(to)
 		amount = min(amount, fb)
-		d.world.setStorage(diff, tokenAddress, mapSlot(varBalances, from), feltU64(fb-amount))
-		d.world.setStorage(diff, tokenAddress, mapSlot(varBalances, to), feltU64(tb+amount))
+		d.world.setStorage(diff, tokenAddress, mapSlot(varBalances, from), starknettx.FeltU64(fb-amount))
+		d.world.setStorage(diff, tokenAddress, mapSlot(varBalances, to), starknettx.FeltU64(tb+amount))
 	}
-	return event{from: tokenAddress, keys: []Felt{selTransfer, from, to}, data: []Felt{feltU64(amount), {}}}
+	return event{from: tokenAddress, keys: []Felt{selTransfer, from, to}, data: []Felt{starknettx.FeltU64(amount), {}}}
 }
 
 // execute finishes a transaction: the nonce, the fee transfer to the
@@ -116,29 +116,29 @@ func (d *Devnet) execute(t *txn, bumpNonce bool) {
 
 // invoke builds an INVOKE v3 from an account calling one entry point.
 func (d *Devnet) invoke(sender, to, selector Felt, args ...Felt) *txn {
-	calldata := append([]Felt{feltU64(1), to, selector, feltU64(uint64(len(args)))}, args...)
+	calldata := append([]Felt{starknettx.FeltU64(1), to, selector, starknettx.FeltU64(uint64(len(args)))}, args...)
 	nonce := d.world.contracts[sender.Bytes()].nonce
 	h := v3Hash("invoke", sender, feesFor(), d.chain, nonce, poseidonMany(), poseidonMany(calldata...))
 	return &txn{hash: h, kind: kindInvoke, sender: sender, nonce: nonce, calldata: calldata}
 }
 
 func (d *Devnet) transfer(from, to Felt, amount uint64) {
-	t := d.invoke(from, tokenAddress, selTransferFn, to, feltU64(amount), Felt{})
+	t := d.invoke(from, tokenAddress, selTransferFn, to, starknettx.FeltU64(amount), Felt{})
 	t.events = append(t.events, d.move(from, to, amount))
 	d.execute(t, true)
 }
 
 func (d *Devnet) approve(owner, spender Felt, amount uint64) {
-	t := d.invoke(owner, tokenAddress, selApproveFn, spender, feltU64(amount), Felt{})
-	d.world.setStorage(d.pending.diff, tokenAddress, mapSlot(varAllowances, owner, spender), feltU64(amount))
-	t.events = append(t.events, event{from: tokenAddress, keys: []Felt{selApproval, owner, spender}, data: []Felt{feltU64(amount), {}}})
+	t := d.invoke(owner, tokenAddress, selApproveFn, spender, starknettx.FeltU64(amount), Felt{})
+	d.world.setStorage(d.pending.diff, tokenAddress, mapSlot(varAllowances, owner, spender), starknettx.FeltU64(amount))
+	t.events = append(t.events, event{from: tokenAddress, keys: []Felt{selApproval, owner, spender}, data: []Felt{starknettx.FeltU64(amount), {}}})
 	d.execute(t, true)
 }
 
 // deployAccount deploys a new account (DEPLOY_ACCOUNT v3). Its first
 // funds come from dev account 0 in the same block, before it pays its fee.
 func (d *Devnet) deployAccount(rng *rand.Rand) {
-	salt := feltU64(rng.Uint64())
+	salt := starknettx.FeltU64(rng.Uint64())
 	pub := devPublicKey(rng.Uint64())
 	addr := contractAddress(Felt{}, salt, accountClass, []Felt{pub})
 	if _, ok := d.world.contracts[addr.Bytes()]; ok {
@@ -158,7 +158,7 @@ func (d *Devnet) deployAccount(rng *rand.Rand) {
 
 // declareClass declares a new account class variant (DECLARE v3).
 func (d *Devnet) declareClass(sender Felt, rng *rand.Rand) {
-	class := poseidonMany(shortString("portico devnet"), shortString("account"), feltU64(2+rng.Uint64()))
+	class := poseidonMany(starknettx.ShortString("portico devnet"), starknettx.ShortString("account"), starknettx.FeltU64(2+rng.Uint64()))
 	if _, ok := d.world.classes[class.Bytes()]; ok {
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"sort"
 
 	pedersenhash "github.com/consensys/gnark-crypto/ecc/stark-curve/pedersen-hash"
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 // pedersen is Starknet's pedersen_hash(a, b).
@@ -107,7 +109,7 @@ func subtreeHash(leaves []trieLeaf, ht int, h func(a, b *Felt) Felt, nodes trieN
 	child := subtreeHash(leaves, ht-length, h, nodes)
 	path := edgePath(first, ht-length, length)
 	e := h(&child, &path)
-	l := feltU64(uint64(length))
+	l := starknettx.FeltU64(uint64(length))
 	e.Add(&e, &l)
 	if nodes != nil {
 		nodes[e] = trieNode{child: child, path: path, length: length}
@@ -193,7 +195,7 @@ func edgePath(k *[32]byte, from, n int) Felt {
 func indexedRoot(values []Felt, h func(a, b *Felt) Felt) Felt {
 	leaves := make([]trieLeaf, len(values))
 	for i := range values {
-		k := feltU64(uint64(i))
+		k := starknettx.FeltU64(uint64(i))
 		leaves[i] = trieLeaf{key: k.Bytes(), value: values[i]}
 	}
 	if len(leaves) == 0 {

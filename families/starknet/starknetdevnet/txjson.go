@@ -11,7 +11,7 @@ import (
 // fields), with an empty signature, no tip, no paymaster and both
 // data-availability modes L1.
 func appendTxWithHash(b []byte, t *txn) []byte {
-	nonce := feltU64(t.nonce)
+	nonce := starknettx.FeltU64(t.nonce)
 	b = append(b, `{"transaction_hash":`...)
 	b = appendFeltJSON(b, &t.hash)
 	b = append(b, `,"type":"`+t.kind+`","version":"0x3","signature":`...)

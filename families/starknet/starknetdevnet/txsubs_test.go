@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"testing"
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 type txStatusJSON struct {
@@ -17,8 +19,8 @@ type txStatusJSON struct {
 func expectStatus(t *testing.T, w *wsClient, id json.RawMessage, hash Felt, finality string) {
 	t.Helper()
 	s := decodeJSON[txStatusJSON](t, w.expect(notifyTxStatus, id).Params.Result)
-	if s.TransactionHash != feltHex(&hash) || s.Status.Finality != finality || s.Status.Execution != "SUCCEEDED" {
-		t.Fatalf("status %+v, want %s %s SUCCEEDED", s, feltHex(&hash), finality)
+	if s.TransactionHash != starknettx.Hex(&hash) || s.Status.Finality != finality || s.Status.Execution != "SUCCEEDED" {
+		t.Fatalf("status %+v, want %s %s SUCCEEDED", s, starknettx.Hex(&hash), finality)
 	}
 }
 
@@ -42,7 +44,7 @@ func TestWSTransactionStatus(t *testing.T) {
 	// A transaction of the traffic, subscribed to while pending.
 	traffic(t, d)
 	tx := pendingTx(d, 0)
-	id := w.subscribe("starknet_subscribeTransactionStatus", `{"transaction_hash":"`+feltHex(&tx.hash)+`"}`)
+	id := w.subscribe("starknet_subscribeTransactionStatus", `{"transaction_hash":"`+starknettx.Hex(&tx.hash)+`"}`)
 	expectStatus(t, w, id, tx.hash, statusL2)
 	n := seal(t, d) // sealed: still ACCEPTED_ON_L2, nothing to say
 	w.quiet()
@@ -57,7 +59,7 @@ func TestWSTransactionStatus(t *testing.T) {
 
 	// Already final: one notification, then the subscription has ended.
 	old := firstTx(t, d, n)
-	id = w.subscribe("rollup_subscribeTransactionStatus", `["`+feltHex(&old)+`"]`)
+	id = w.subscribe("rollup_subscribeTransactionStatus", `["`+starknettx.Hex(&old)+`"]`)
 	expectStatus(t, w, id, old, statusL1)
 	if res := w.must("starknet_unsubscribe", `{"subscription_id":`+string(id)+`}`); string(res) != "false" {
 		t.Fatalf("unsubscribe of a final status: %s", res)
@@ -67,7 +69,7 @@ func TestWSTransactionStatus(t *testing.T) {
 	traffic(t, d)
 	m := seal(t, d)
 	recent := firstTx(t, d, m)
-	id = w.subscribe("starknet_subscribeTransactionStatus", `["`+feltHex(&recent)+`"]`)
+	id = w.subscribe("starknet_subscribeTransactionStatus", `["`+starknettx.Hex(&recent)+`"]`)
 	expectStatus(t, w, id, recent, statusL2)
 	seal(t, d)
 	w.quiet()
@@ -76,13 +78,13 @@ func TestWSTransactionStatus(t *testing.T) {
 
 	// Unknown: nothing until it appears; here it appears only when sealed
 	// (put in the pending block without traffic), then it goes on as usual.
-	unknown := feltU64(0x5ca1ab1e)
-	id = w.subscribe("starknet_subscribeTransactionStatus", `["`+feltHex(&unknown)+`"]`)
+	unknown := starknettx.FeltU64(0x5ca1ab1e)
+	id = w.subscribe("starknet_subscribeTransactionStatus", `["`+starknettx.Hex(&unknown)+`"]`)
 	w.quiet()
 	traffic(t, d)
 	w.quiet()
 	d.mu.Lock()
-	d.pending.txs = append(d.pending.txs, &txn{hash: unknown, kind: kindInvoke, sender: feltU64(1)})
+	d.pending.txs = append(d.pending.txs, &txn{hash: unknown, kind: kindInvoke, sender: starknettx.FeltU64(1)})
 	d.mu.Unlock()
 	seal(t, d)
 	expectStatus(t, w, id, unknown, statusL2)
@@ -127,7 +129,7 @@ type txDetailsJSON struct {
 func rehash(t *testing.T, d *Devnet, tx txDetailsJSON) Felt {
 	t.Helper()
 	f := func(s string) Felt {
-		v, err := parseFelt(s)
+		v, err := starknettx.ParseFelt(s)
 		if err != nil {
 			t.Fatalf("%q: %v", s, err)
 		}
@@ -179,7 +181,7 @@ func TestWSPendingTransactions(t *testing.T) {
 	traffic(t, d) // before the subscriptions: not sent
 	hashes := w.subscribe("starknet_subscribePendingTransactions", "")
 	details := w.subscribe("starknet_subscribePendingTransactions", `{"transaction_details":true}`)
-	filtered := w.subscribe("rollup_subscribePendingTransactions", `[false,["`+feltHex(&sender)+`"]]`)
+	filtered := w.subscribe("rollup_subscribePendingTransactions", `[false,["`+starknettx.Hex(&sender)+`"]]`)
 	w.quiet()
 
 	kinds := map[string]int{}
@@ -218,21 +220,21 @@ func TestWSPendingTransactions(t *testing.T) {
 				len(added), len(got[string(hashes)]), len(got[string(details)]), len(got[string(filtered)]), len(wantFiltered))
 		}
 		for i, tx := range added {
-			if h := decodeJSON[string](t, got[string(hashes)][i]); h != feltHex(&tx.hash) {
-				t.Fatalf("hash %d: %s, want %s", i, h, feltHex(&tx.hash))
+			if h := decodeJSON[string](t, got[string(hashes)][i]); h != starknettx.Hex(&tx.hash) {
+				t.Fatalf("hash %d: %s, want %s", i, h, starknettx.Hex(&tx.hash))
 			}
 			full := decodeJSON[txDetailsJSON](t, got[string(details)][i])
-			if full.TransactionHash != feltHex(&tx.hash) || full.Type != tx.kind || full.Version != "0x3" {
+			if full.TransactionHash != starknettx.Hex(&tx.hash) || full.Type != tx.kind || full.Version != "0x3" {
 				t.Fatalf("details %d: %+v", i, full)
 			}
 			if h := rehash(t, d, full); !h.Equal(&tx.hash) {
-				t.Fatalf("%s details hash to %s, not %s", tx.kind, feltHex(&h), feltHex(&tx.hash))
+				t.Fatalf("%s details hash to %s, not %s", tx.kind, starknettx.Hex(&h), starknettx.Hex(&tx.hash))
 			}
 			kinds[tx.kind]++
 		}
 		for i, h := range wantFiltered {
-			if g := decodeJSON[string](t, got[string(filtered)][i]); g != feltHex(&h) {
-				t.Fatalf("filtered %d: %s, want %s", i, g, feltHex(&h))
+			if g := decodeJSON[string](t, got[string(filtered)][i]); g != starknettx.Hex(&h) {
+				t.Fatalf("filtered %d: %s, want %s", i, g, starknettx.Hex(&h))
 			}
 		}
 		sawFiltered += len(wantFiltered)

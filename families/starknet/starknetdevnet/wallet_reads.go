@@ -79,7 +79,7 @@ func (d *Devnet) storageIn(ctx context.Context, addr, key Felt, pending bool) (F
 func (d *Devnet) rpcGetNonce(ctx context.Context, params jsontext.Value) ([]byte, error) {
 	return d.rpcContractField(ctx, params, func(ctx context.Context, addr Felt, pending bool) (Felt, bool, error) {
 		n, ok, err := d.nonceAt(ctx, addr, pending)
-		return feltU64(n), ok, err
+		return starknettx.FeltU64(n), ok, err
 	})
 }
 
@@ -117,10 +117,10 @@ func (d *Devnet) rpcContractField(ctx context.Context, params jsontext.Value, re
 // spellings, as ERC-20s on Starknet export both) and an account's public
 // key.
 var (
-	selBalanceOf    = snKeccak([]byte("balanceOf"))
-	selBalanceOfSn  = snKeccak([]byte("balance_of"))
-	selGetPublicKey = snKeccak([]byte("get_public_key"))
-	selGetPubKeyCC  = snKeccak([]byte("getPublicKey"))
+	selBalanceOf    = starknettx.Selector("balanceOf")
+	selBalanceOfSn  = starknettx.Selector("balance_of")
+	selGetPublicKey = starknettx.Selector("get_public_key")
+	selGetPubKeyCC  = starknettx.Selector("getPublicKey")
 )
 
 func (d *Devnet) rpcCall(ctx context.Context, params jsontext.Value) ([]byte, error) {

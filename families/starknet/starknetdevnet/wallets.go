@@ -55,9 +55,9 @@ func (w *worldState) ensureWallets(d *stateDiff) {
 	w.deploy(d, addr, oz)
 	w.setStorage(d, addr, varPublicKey, pub)
 	slot := mapSlot(varBalances, addr)
-	w.setStorage(d, tokenAddress, slot, feltU64(faucetBalance))
+	w.setStorage(d, tokenAddress, slot, starknettx.FeltU64(faucetBalance))
 	supply := w.storageAt(tokenAddress, varTotalSupply)
-	total := feltU64(faucetBalance)
+	total := starknettx.FeltU64(faucetBalance)
 	total.Add(&total, &supply)
 	w.setStorage(d, tokenAddress, varTotalSupply, total)
 }

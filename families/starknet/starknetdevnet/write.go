@@ -168,7 +168,7 @@ func (d *Devnet) prepareInvoke(tx *starknettx.Invoke, ov *overlay, validate, bal
 		return nil, err
 	}
 	if !deployed {
-		return nil, specError(codeValidationFailure, "sender "+feltHex(&tx.SenderAddress)+" is not deployed: send its DEPLOY_ACCOUNT first")
+		return nil, specError(codeValidationFailure, "sender "+starknettx.Hex(&tx.SenderAddress)+" is not deployed: send its DEPLOY_ACCOUNT first")
 	}
 	u.pub = pub
 	calls, err := parseCalls(tx.Calldata)
@@ -201,7 +201,7 @@ func (d *Devnet) prepareInvoke(tx *starknettx.Invoke, ov *overlay, validate, bal
 func (d *Devnet) transferOf(c call) (transferCall, error) {
 	if !c.to.Equal(&tokenAddress) || !c.selector.Equal(&selTransferFn) {
 		return transferCall{}, fmt.Errorf("the devnet runs the fee token's transfer only (%s %s), not %s on %s",
-			feltHex(&tokenAddress), feltHex(&selTransferFn), feltHex(&c.selector), feltHex(&c.to))
+			starknettx.Hex(&tokenAddress), starknettx.Hex(&selTransferFn), starknettx.Hex(&c.selector), starknettx.Hex(&c.to))
 	}
 	if len(c.args) != 3 || !c.args[1].IsUint64() || !c.args[2].IsZero() {
 		return transferCall{}, errors.New("transfer wants (recipient, amount as u256 low and high) with an amount below 2^64")
@@ -217,13 +217,13 @@ func (d *Devnet) prepareDeploy(tx *starknettx.DeployAccount, ov *overlay, valida
 		return nil, ErrClassHashNotFound
 	}
 	if !tx.ClassHash.Equal(&starknettx.OZAccountClassHash) {
-		return nil, specError(codeValidationFailure, "the devnet deploys accounts of the standard class "+feltHex(&starknettx.OZAccountClassHash)+" only")
+		return nil, specError(codeValidationFailure, "the devnet deploys accounts of the standard class "+starknettx.Hex(&starknettx.OZAccountClassHash)+" only")
 	}
 	if len(tx.ConstructorCalldata) != 1 {
 		return nil, specError(codeValidationFailure, "the account's constructor takes one argument, the public key")
 	}
 	if _, _, deployed, _ := d.account(addr, ov); deployed {
-		return nil, specError(codeValidationFailure, "an account is already deployed at "+feltHex(&addr))
+		return nil, specError(codeValidationFailure, "an account is already deployed at "+starknettx.Hex(&addr))
 	}
 	u.pub = tx.ConstructorCalldata[0]
 	u.l2Gas, u.data = gasOf(1) // OwnerAdded

@@ -35,8 +35,8 @@ func generous() starknettx.ResourceBounds {
 // transferTx is an unsigned INVOKE of the fee token's transfer.
 func transferTx(to starknettx.Felt, amount, nonce uint64, b starknettx.ResourceBounds) *starknettx.Invoke {
 	return &starknettx.Invoke{
-		Common:   starknettx.Common{Nonce: feltU64(nonce), ResourceBounds: b},
-		Calldata: []Felt{feltU64(1), tokenAddress, selTransferFn, feltU64(3), to, feltU64(amount), {}},
+		Common:   starknettx.Common{Nonce: starknettx.FeltU64(nonce), ResourceBounds: b},
+		Calldata: []Felt{starknettx.FeltU64(1), tokenAddress, selTransferFn, starknettx.FeltU64(3), to, starknettx.FeltU64(amount), {}},
 	}
 }
 
@@ -54,9 +54,9 @@ func send(c *client, tx any) (json.RawMessage, *rpcError) {
 
 func balanceOf(t *testing.T, c *client, acct Felt, block string) uint64 {
 	t.Helper()
-	res := decodeJSON[[]string](t, c.must("starknet_call", `{"request":{"contract_address":"`+feltHex(&tokenAddress)+
-		`","entry_point_selector":"`+feltHex(&selBalanceOf)+`","calldata":["`+feltHex(&acct)+`"]},"block_id":`+block+`}`))
-	f, _ := parseFelt(res[0])
+	res := decodeJSON[[]string](t, c.must("starknet_call", `{"request":{"contract_address":"`+starknettx.Hex(&tokenAddress)+
+		`","entry_point_selector":"`+starknettx.Hex(&selBalanceOf)+`","calldata":["`+starknettx.Hex(&acct)+`"]},"block_id":`+block+`}`))
+	f, _ := starknettx.ParseFelt(res[0])
 	return f.Uint64()
 }
 
@@ -118,7 +118,7 @@ func TestWriteAPI(t *testing.T) {
 	user.SignInvoke(early, chain)
 	_, e = send(c, early)
 	wantErr("invoke before deploy", e, 55, "not deployed")
-	if _, e := c.call("starknet_getNonce", `["pending","`+feltHex(&addr)+`"]`); e == nil || e.Code != 20 {
+	if _, e := c.call("starknet_getNonce", `["pending","`+starknettx.Hex(&addr)+`"]`); e == nil || e.Code != 20 {
 		t.Errorf("nonce of an undeployed account: %v", e)
 	}
 
@@ -139,7 +139,7 @@ func TestWriteAPI(t *testing.T) {
 		t.Fatalf("estimates %s", est)
 	}
 	// A bad signature in an estimate is an execution error naming the index.
-	next.Signature[0] = feltU64(1)
+	next.Signature[0] = starknettx.FeltU64(1)
 	nj, _ = json.Marshal(next)
 	_, e = c.call("starknet_estimateFee", `[[`+string(dj)+`,`+string(nj)+`],[],"pending"]`)
 	wantErr("estimate with a bad signature", e, 41, `"transaction_index":1`)
@@ -154,7 +154,7 @@ func TestWriteAPI(t *testing.T) {
 	deploy = user.DeployAccount(generous())
 	deploy.Common.Signature = nil
 	user.SignDeployAccount(deploy, chain)
-	deploy.Signature[1] = feltU64(12345)
+	deploy.Signature[1] = starknettx.FeltU64(12345)
 	_, e = send(c, deploy)
 	wantErr("bad deploy signature", e, 55, "invalid signature")
 	user.SignDeployAccount(deploy, chain)
@@ -166,10 +166,10 @@ func TestWriteAPI(t *testing.T) {
 		Hash    string `json:"transaction_hash"`
 		Address string `json:"contract_address"`
 	}](t, res)
-	if dres.Address != feltHex(&addr) {
-		t.Fatalf("deployed at %s, want %s", dres.Address, feltHex(&addr))
+	if dres.Address != starknettx.Hex(&addr) {
+		t.Fatalf("deployed at %s, want %s", dres.Address, starknettx.Hex(&addr))
 	}
-	if n := decodeJSON[string](t, check("starknet_getNonce", c.must("starknet_getNonce", `{"block_id":"pending","contract_address":"`+feltHex(&addr)+`"}`))); n != "0x1" {
+	if n := decodeJSON[string](t, check("starknet_getNonce", c.must("starknet_getNonce", `{"block_id":"pending","contract_address":"`+starknettx.Hex(&addr)+`"}`))); n != "0x1" {
 		t.Fatalf("nonce after deploy %s", n)
 	}
 
@@ -188,8 +188,8 @@ func TestWriteAPI(t *testing.T) {
 	hash := decodeJSON[struct {
 		Hash string `json:"transaction_hash"`
 	}](t, res).Hash
-	if want := pay.Hash(chain); hash != feltHex(&want) {
-		t.Fatalf("hash %s, want %s", hash, feltHex(&want))
+	if want := pay.Hash(chain); hash != starknettx.Hex(&want) {
+		t.Fatalf("hash %s, want %s", hash, starknettx.Hex(&want))
 	}
 	rc := decodeJSON[struct {
 		Fee struct {
@@ -200,7 +200,7 @@ func TestWriteAPI(t *testing.T) {
 			Data []string `json:"data"`
 		} `json:"events"`
 	}](t, c.must("starknet_getTransactionReceipt", `["`+hash+`"]`))
-	fee, _ := parseFelt(rc.Fee.Amount)
+	fee, _ := starknettx.ParseFelt(rc.Fee.Amount)
 	if got := balanceOf(t, c, addr, `"pending"`); got != before-777-fee.Uint64() {
 		t.Errorf("sender balance %d, want %d − 777 − fee %d", got, before, fee.Uint64())
 	}
@@ -210,7 +210,7 @@ func TestWriteAPI(t *testing.T) {
 	if fee.Uint64() != decodeFeltHex(t, fees[1].Overall) {
 		t.Errorf("fee %d, estimated %s", fee.Uint64(), fees[1].Overall)
 	}
-	if len(rc.Events) != 2 || rc.Events[0].Keys[0] != feltHex(&selTransfer) || rc.Events[0].Data[0] != "0x309" {
+	if len(rc.Events) != 2 || rc.Events[0].Keys[0] != starknettx.Hex(&selTransfer) || rc.Events[0].Data[0] != "0x309" {
 		t.Errorf("events %+v", rc.Events)
 	}
 	st := check("starknet_getTransactionStatus", c.must("starknet_getTransactionStatus", `{"transaction_hash":"`+hash+`"}`))
@@ -223,7 +223,7 @@ func TestWriteAPI(t *testing.T) {
 	if got := balanceOf(t, c, addr, `"latest"`); got != before-777-fee.Uint64() {
 		t.Errorf("latest balance after sealing %d", got)
 	}
-	check("starknet_getNonce", c.must("starknet_getNonce", `["latest","`+feltHex(&addr)+`"]`))
+	check("starknet_getNonce", c.must("starknet_getNonce", `["latest","`+starknettx.Hex(&addr)+`"]`))
 	if _, e := c.call("starknet_getTransactionStatus", `["0x123"]`); e == nil || e.Code != 29 {
 		t.Errorf("unknown status: %v", e)
 	}
@@ -252,22 +252,22 @@ func TestWriteAPI(t *testing.T) {
 	if _, e := c.call("starknet_call", `[{"contract_address":"0x999","entry_point_selector":"0x1","calldata":[]},"pending"]`); e == nil || e.Code != 20 {
 		t.Errorf("call of an unknown contract: %v", e)
 	}
-	if _, e := c.call("starknet_call", `[{"contract_address":"`+feltHex(&tokenAddress)+`","entry_point_selector":"0x1","calldata":[]},"latest"]`); e == nil || e.Code != 21 {
+	if _, e := c.call("starknet_call", `[{"contract_address":"`+starknettx.Hex(&tokenAddress)+`","entry_point_selector":"0x1","calldata":[]},"latest"]`); e == nil || e.Code != 21 {
 		t.Errorf("call of an unknown entry point: %v", e)
 	}
-	if _, e := c.call("starknet_getNonce", `[{"block_number":0},"`+feltHex(&addr)+`"]`); e == nil || e.Code != -32602 || !strings.Contains(e.Message, "block_id") {
+	if _, e := c.call("starknet_getNonce", `[{"block_number":0},"`+starknettx.Hex(&addr)+`"]`); e == nil || e.Code != -32602 || !strings.Contains(e.Message, "block_id") {
 		t.Errorf("nonce at an old block: %v", e)
 	}
-	if pk := decodeJSON[[]string](t, c.must("starknet_call", `[{"contract_address":"`+feltHex(&addr)+`","entry_point_selector":"`+feltHex(&selGetPublicKey)+`","calldata":[]},"latest"]`)); len(pk) != 1 {
+	if pk := decodeJSON[[]string](t, c.must("starknet_call", `[{"contract_address":"`+starknettx.Hex(&addr)+`","entry_point_selector":"`+starknettx.Hex(&selGetPublicKey)+`","calldata":[]},"latest"]`)); len(pk) != 1 {
 		t.Errorf("public key %v", pk)
-	} else if pub := user.PublicKey(); pk[0] != feltHex(&pub) {
-		t.Errorf("public key %s, want %s", pk[0], feltHex(&pub))
+	} else if pub := user.PublicKey(); pk[0] != starknettx.Hex(&pub) {
+		t.Errorf("public key %s, want %s", pk[0], starknettx.Hex(&pub))
 	}
 }
 
 func decodeFeltHex(t *testing.T, s string) uint64 {
 	t.Helper()
-	f, err := parseFelt(s)
+	f, err := starknettx.ParseFelt(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,11 +287,11 @@ func TestWriteAPIOverflow(t *testing.T) {
 	d, c := startDevnet(t, Config{})
 	chain := d.chain.chainID
 	faucet, _ := wallet.NewStarknetAccount(FaucetKey())
-	half := feltU64(1 << 63)
-	tx := &starknettx.Invoke{Common: starknettx.Common{Nonce: feltU64(0), ResourceBounds: generous()},
-		Calldata: []Felt{feltU64(2),
-			tokenAddress, selTransferFn, feltU64(3), feltU64(0xabc), half, {},
-			tokenAddress, selTransferFn, feltU64(3), feltU64(0xabc), half, {}}}
+	half := starknettx.FeltU64(1 << 63)
+	tx := &starknettx.Invoke{Common: starknettx.Common{Nonce: starknettx.FeltU64(0), ResourceBounds: generous()},
+		Calldata: []Felt{starknettx.FeltU64(2),
+			tokenAddress, selTransferFn, starknettx.FeltU64(3), starknettx.FeltU64(0xabc), half, {},
+			tokenAddress, selTransferFn, starknettx.FeltU64(3), starknettx.FeltU64(0xabc), half, {}}}
 	if err := faucet.SignInvoke(tx, chain); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/porticohq/portico/families/starknet/starknettx"
 )
 
 var update = flag.Bool("update", false, "rewrite the WebSocket notification goldens in testdata/ws")
@@ -42,7 +44,7 @@ func TestWSGolden(t *testing.T) {
 	spec := loadWSSpec(t)
 	d, _ := startDevnet(t, Config{Clock: fixedClock, L1Lag: 1})
 	buildChain(t, d, 2, 1)
-	transfer, token := feltHex(&selTransfer), feltHex(&tokenAddress)
+	transfer, token := starknettx.Hex(&selTransfer), starknettx.Hex(&tokenAddress)
 
 	w := dialWS(t, d, spec)
 	id := w.subscribe("starknet_subscribeNewHeads", `{"block_id":{"block_number":2}}`)
@@ -62,7 +64,7 @@ func TestWSGolden(t *testing.T) {
 
 	w = dialWS(t, d, spec)
 	tx := pendingTx(d, 0)
-	status := w.subscribe("starknet_subscribeTransactionStatus", `["`+feltHex(&tx.hash)+`"]`)
+	status := w.subscribe("starknet_subscribeTransactionStatus", `["`+starknettx.Hex(&tx.hash)+`"]`)
 	golden(t, "transactionStatus", w.expect(notifyTxStatus, status))
 
 	// A reorg reaches newHeads (in its stream's order), events and

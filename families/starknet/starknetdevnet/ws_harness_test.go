@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
 	"github.com/porticohq/portico/internal/starknetspec"
 )
 
