@@ -1,9 +1,11 @@
 // Package gateway serves JSON-RPC 2.0 to clients: POST /v3/<key> and
 // WebSocket /ws/v3/<key>, one network per Host on a shared listener and on
-// listeners of its own. Both transports hand each request body to one core,
-// which checks the key, resolves methods, validates params, serves cached
-// results and forwards the rest upstream. Upstream result bytes are copied
-// into the response untouched.
+// listeners of its own. Both transports check the key and hand each
+// request body to one pipeline (pipeline.go: decode, admit, price,
+// charge, run, settle, encode): it resolves methods, validates params,
+// holds the key to its bounds through metering, and has each call's
+// network answer it (from heads, the cache or a node). Node result bytes
+// are copied into the response untouched.
 package gateway
 
 import (
