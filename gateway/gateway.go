@@ -1,6 +1,7 @@
 // Package gateway serves JSON-RPC 2.0 to clients: POST /v3/<key> and
 // WebSocket /ws/v3/<key>, one network per Host on a shared listener and on
-// listeners of its own. Both transports hand each request body to one core,
+// listeners of its own; and the MCP endpoint /mcp/v3/<key> on the shared
+// listener (package mcp, whose tool calls come back here: inproc.go). Both transports hand each request body to one core,
 // which checks the key, resolves methods, validates params, serves cached
 // results and forwards the rest upstream. Upstream result bytes are copied
 // into the response untouched.
@@ -19,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/gateway/mcp"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metering/apikey"
@@ -117,6 +119,7 @@ type Gateway struct {
 	keyMem       *membudget.Keys    // each key's, under mem
 	tokens       tokenCache         // JWTs that passed, until they expire
 	calls        keyCalls           // calls in flight and per second, per limited key
+	mcp          *mcp.Server        // the MCP endpoint (inproc.go)
 
 	mu      sync.Mutex
 	sockets map[*jsonrpc.Conn]*socket // each socket's network and key
@@ -158,6 +161,7 @@ func New(cfg Config) *Gateway {
 		g.obs.log, g.obs.sample = g.log, min(max(a.Sample, 0), 1)
 	}
 	g.cur.Store(newState(cfg.Networks, cfg.Limits, cfg.CacheHitDiscount, nil))
+	g.mcp = mcp.New(mcpBackend{g}, mcp.Options{Logger: g.log})
 	return g
 }
 
@@ -251,6 +255,7 @@ func (g *Gateway) Close() error {
 	for _, c := range socks {
 		c.GoAway("server shutting down")
 	}
+	g.mcp.Close()
 	g.wsWG.Wait()
 	g.sweeps.Wait()
 	return nil
