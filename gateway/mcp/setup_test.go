@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -52,55 +53,42 @@ func (k *keys) revoke(key string) {
 	k.mu.Unlock()
 }
 
-// env is a gateway on the shared listener in front of the embedded EVM
-// devnet, with metering on.
+// env is a gateway on the shared listener in front of embedded devnets
+// (the EVM one always), with metering on.
 type env struct {
 	gw     *gateway.Gateway
 	url    string
 	dev    *evmdevnet.Devnet
+	devs   map[string]families.Devnet // by network name
 	keys   *keys
 	st     *store.Store
 	meter  *metering.Meter
-	net    *gateway.Network
+	net    *gateway.Network   // the EVM devnet's
+	nets   []*gateway.Network // all of them
 	limits gateway.Limits
 }
 
-// evmNet is the devnet's network name and host.
+// evmNet is the EVM devnet's network name and host; every network's
+// host is its name under .localhost.
 const (
 	evmNet  = "evm-devnet"
-	evmHost = "evm.localhost"
+	evmHost = evmNet + ".localhost"
+	solNet  = "solana-devnet"
+	starNet = "starknet-devnet"
 )
 
 type envOptions struct {
 	limits func(*gateway.Limits)
+	// solana and starknet add those families' devnets, with traffic.
+	solana, starknet bool
+	// verify turns verification on for the EVM devnet (one node: a
+	// quorum of one).
+	verify bool
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
-	fam, err := families.Get("evm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := evmdevnet.New(evmdevnet.Config{BlockPeriod: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	table := fam.Table(true)
-	methods, err := gateway.NewMethods(table, gateway.MethodsConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := upstream.NewPool(upstream.PoolConfig{Network: evmNet, Chain: table.Chain,
-		Members: []upstream.Member{{Name: "devnet", Node: upstream.NewInProcess(d.Handler(), nil)}}})
-	t.Cleanup(func() { pool.Close() })
-	if err := pool.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "portico.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -113,15 +101,55 @@ func newEnv(t testing.TB, o envOptions) *env {
 	t.Cleanup(func() { meter.Close() })
 	cache := network.NewCache(1<<20, nil)
 	t.Cleanup(cache.Close)
-	served := network.New(network.Config{Name: evmNet, Upstream: pool, Tags: methods.Chain().Tags, KeyForm: methods.KeyForm(),
-		Subs: methods.Subscriptions(), Cache: cache, Meter: meter})
-	e := &env{dev: d, keys: &keys{ids: map[string]apikey.Identity{}}, st: st, meter: meter}
-	e.net = &gateway.Network{Name: evmNet, Hosts: []string{evmHost}, Methods: methods, Served: served}
+	e := &env{keys: &keys{ids: map[string]apikey.Identity{}}, st: st, meter: meter, devs: map[string]families.Devnet{}}
+	add := func(family portico.Family, cfg families.DevnetConfig, vc network.VerifyConfig) *gateway.Network {
+		fam, err := families.Get(family)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := fam.NewDevnet(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		table := fam.Table(true)
+		methods, err := gateway.NewMethods(table, gateway.MethodsConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := upstream.NewPool(upstream.PoolConfig{Network: fam.Network, Chain: table.Chain,
+			Members: []upstream.Member{{Name: "devnet", Node: upstream.NewInProcess(d.Handler(), nil)}}})
+		t.Cleanup(func() { pool.Close() })
+		if err := pool.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		served := network.New(network.Config{Name: fam.Network, Upstream: pool, Tags: methods.Chain().Tags, KeyForm: methods.KeyForm(),
+			Subs: methods.Subscriptions(), Cache: cache, Meter: meter, Verify: vc})
+		n := &gateway.Network{Name: fam.Network, Hosts: []string{fam.Network + ".localhost"}, Methods: methods, Served: served}
+		e.devs[fam.Network] = d
+		e.nets = append(e.nets, n)
+		return n
+	}
+	var vc network.VerifyConfig
+	if o.verify {
+		vc = network.VerifyConfig{Family: "evm", Mode: network.VerifyOn, Quorum: 1}
+	}
+	e.net = add("evm", families.DevnetConfig{BlockPeriod: -1}, vc)
+	e.dev = e.devs[evmNet].(*evmdevnet.Devnet)
+	if o.solana {
+		add("solana", families.DevnetConfig{BlockPeriod: 100 * time.Millisecond, Traffic: true}, network.VerifyConfig{})
+	}
+	if o.starknet {
+		add("starknet", families.DevnetConfig{BlockPeriod: 200 * time.Millisecond, Traffic: true}, network.VerifyConfig{})
+	}
 	e.limits = portico.DefaultLimits()
 	if o.limits != nil {
 		o.limits(&e.limits)
 	}
-	e.gw = gateway.New(gateway.Config{Keys: e.keys, Networks: []*gateway.Network{e.net}, Limits: e.limits, Meter: meter,
+	e.gw = gateway.New(gateway.Config{Keys: e.keys, Networks: e.nets, Limits: e.limits, Meter: meter,
 		Logger: slog.New(slog.DiscardHandler)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -152,17 +180,37 @@ func (e *env) key(t testing.TB, name string, daily int64, methods ...string) str
 	return secret
 }
 
-// rpc posts one JSON-RPC call to /v3/<key> on the devnet's host and
-// returns the raw result, failing the test on an error answer.
+// rpc posts one JSON-RPC call to /v3/<key> on the EVM devnet's host
+// and returns the raw result, failing the test on an error answer.
 func (e *env) rpc(t testing.TB, key, method string, params any) json.RawMessage {
 	t.Helper()
+	return e.rpcOn(t, key, evmNet, method, params)
+}
+
+// rpcOn is rpc on the named network.
+func (e *env) rpcOn(t testing.TB, key, network, method string, params any) json.RawMessage {
+	t.Helper()
+	res, b, err := e.post(key, network, method, params)
+	if err != nil {
+		t.Fatalf("%s: %v: %s", method, err, b)
+	}
+	return res
+}
+
+// tryRPC is rpcOn that reports an error answer instead of failing.
+func (e *env) tryRPC(key, network, method string, params any) (json.RawMessage, bool) {
+	res, _, err := e.post(key, network, method, params)
+	return res, err == nil
+}
+
+func (e *env) post(key, network, method string, params any) (json.RawMessage, []byte, error) {
 	p, _ := json.Marshal(params)
 	req, _ := http.NewRequest(http.MethodPost, e.url+"/v3/"+key, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+string(p)+`}`))
-	req.Host = evmHost
+	req.Host = network + ".localhost"
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -170,10 +218,13 @@ func (e *env) rpc(t testing.TB, key, method string, params any) json.RawMessage 
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
 	}
-	if err := json.Unmarshal(b, &out); err != nil || out.Error != nil {
-		t.Fatalf("%s: %s", method, b)
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, b, err
 	}
-	return out.Result
+	if out.Error != nil {
+		return nil, b, fmt.Errorf("error answer")
+	}
+	return out.Result, b, nil
 }
 
 // remaining is the key's balance as portico_getCredits says it.

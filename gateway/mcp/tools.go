@@ -111,11 +111,11 @@ func (s *Server) addTools() {
 		"Returns an account's native balance: on evm networks in wei (eth_getBalance), at a block if given; on solana in lamports (getBalance). "+
 			"The answer gives it as a decimal string and as the node's raw value.", ro), s.getBalance)
 	sdk.AddTool(s.srv, tool("get_block", "Get block",
-		"Returns a block by number, hash or tag (default latest): eth_getBlockByNumber or eth_getBlockByHash on evm, getBlock on solana (by slot; a tag reads the slot first), "+
+		"Returns a block by number, hash or tag (default latest): eth_getBlockByNumber or eth_getBlockByHash on evm, getBlock on solana (by slot, confirmed or finalized; a tag reads the slot first), "+
 			"starknet_getBlockWithTxHashes or starknet_getBlockWithTxs on starknet. Transactions are hashes only unless full_transactions is true.", ro), s.getBlock)
 	sdk.AddTool(s.srv, tool("get_transaction", "Get transaction with receipt",
 		"Returns a transaction and its receipt (status, gas or fee used, logs or events) by hash: eth_getTransactionByHash and eth_getTransactionReceipt on evm, "+
-			"getTransaction on solana (its meta is the receipt), starknet_getTransactionByHash and starknet_getTransactionReceipt on starknet. "+
+			"getTransaction on solana (confirmed or finalized; its meta is the receipt), starknet_getTransactionByHash and starknet_getTransactionReceipt on starknet. "+
 			"A transaction not found is null.", ro), s.getTransaction)
 	sdk.AddTool(s.srv, tool("get_logs", "Get logs",
 		"Returns the event logs of an evm network that match a filter (eth_getLogs): contract addresses, topics, and a block range or one block hash. "+
@@ -305,7 +305,7 @@ func (s *Server) getBlock(ctx context.Context, req *sdk.CallToolRequest, in getB
 		if in.FullTransactions {
 			details = "full"
 		}
-		call = rpc{Method: "getBlock", Params: []any{slot, map[string]any{"encoding": "json", "transactionDetails": details, "maxSupportedTransactionVersion": 0, "rewards": false}}}
+		call = rpc{Method: "getBlock", Params: []any{slot, map[string]any{"commitment": "confirmed", "encoding": "json", "transactionDetails": details, "maxSupportedTransactionVersion": 0, "rewards": false}}}
 	case familyStarknet:
 		b, err := starknetBlock(in.Block)
 		if err != nil {
@@ -373,7 +373,7 @@ func (s *Server) getTransaction(ctx context.Context, req *sdk.CallToolRequest, i
 	case familyStarknet:
 		calls = []rpc{{Method: "starknet_getTransactionByHash", Params: []any{in.Hash}}, {Method: "starknet_getTransactionReceipt", Params: []any{in.Hash}}}
 	case familySolana:
-		calls = []rpc{{Method: "getTransaction", Params: []any{in.Hash, map[string]any{"encoding": "json", "maxSupportedTransactionVersion": 0}}}}
+		calls = []rpc{{Method: "getTransaction", Params: []any{in.Hash, map[string]any{"commitment": "confirmed", "encoding": "json", "maxSupportedTransactionVersion": 0}}}}
 	default:
 		return failed(only("get_transaction", in.Network, f, familyEVM, familySolana, familyStarknet))
 	}
@@ -535,7 +535,7 @@ func (s *Server) getSignatures(ctx context.Context, req *sdk.CallToolRequest, in
 	case limit < 0 || limit > 1000:
 		return failed(failf("limit must be 1 to 1000, not %d", in.Limit))
 	}
-	opts := map[string]any{"limit": limit}
+	opts := map[string]any{"commitment": "confirmed", "limit": limit}
 	if in.Before != "" {
 		opts["before"] = in.Before
 	}
