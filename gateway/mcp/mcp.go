@@ -10,6 +10,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -299,7 +300,8 @@ func refuse(ctx *fasthttp.RequestCtx, err error) {
 	}
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
-	ctx.SetBodyString(`{"jsonrpc":"2.0","id":null,"error":{"code":` + strconv.Itoa(code) + `,"message":` + strconv.Quote(err.Error()) + `}}`)
+	msg, _ := json.Marshal(err.Error())
+	ctx.SetBodyString(`{"jsonrpc":"2.0","id":null,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(msg) + `}}`)
 }
 
 // Close closes every open session.
