@@ -1,5 +1,5 @@
 // Package mcp serves the Model Context Protocol (issue 39): the tools,
-// resources and sessions an AI agent uses to read chains through Portico,
+// resources, prompts and sessions an AI agent uses to read chains through Portico,
 // on the official Go SDK's Streamable HTTP transport. It holds no chain
 // logic and checks nothing about calls itself: every tool call becomes a
 // JSON-RPC body that the gateway serves through its Backend, with the
@@ -144,6 +144,7 @@ func New(b Backend, o Options) *Server {
 		&sdk.ServerOptions{Instructions: instructions, Logger: s.log})
 	s.addTools()
 	s.addResources()
+	s.addPrompts()
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, &sdk.StreamableHTTPOptions{
 		// Every answer is one JSON body: the server sends nothing on its
 		// own, so no stream is held open (GET is refused in Serve).

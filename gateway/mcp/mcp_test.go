@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,6 +102,19 @@ func TestEndpoint(t *testing.T) {
 	bn := structured(t, call(t, cs, "rpc_call", map[string]any{"network": evmNet, "method": "eth_chainId", "params": []any{}}))
 	if !sameJSON(t, bn["result"], e.rpc(t, key, "eth_chainId", []any{})) {
 		t.Fatalf("rpc_call eth_chainId: %v", bn["result"])
+	}
+	// The resources and the prompt.
+	rs, err := cs.ListResources(ctx, nil)
+	if err != nil || len(rs.Resources) != 1 || rs.Resources[0].URI != "portico://networks" {
+		t.Fatalf("resources: %v %v", rs, err)
+	}
+	rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "portico://networks"})
+	if err != nil || !strings.Contains(rr.Contents[0].Text, `"name":"`+evmNet+`"`) {
+		t.Fatalf("networks resource: %v %v", rr, err)
+	}
+	p, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "inspect_address", Arguments: map[string]string{"network": evmNet, "address": addr}})
+	if err != nil || len(p.Messages) != 1 || !strings.Contains(p.Messages[0].Content.(*sdk.TextContent).Text, addr) {
+		t.Fatalf("prompt: %v %v", p, err)
 	}
 	// An unknown network is a tool error that says where the names are.
 	if r := call(t, cs, "get_balance", map[string]any{"network": "nope", "address": addr}); !r.IsError || !strings.Contains(text(r), "list_networks") {
@@ -286,4 +300,45 @@ func TestSessionBounds(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("GET: %d", resp.StatusCode)
 	}
+}
+
+// TestAccessLog: each JSON-RPC call a tool makes is in the access log
+// like an HTTP call, with its key, method and credits, and the key
+// itself is in no line.
+func TestAccessLog(t *testing.T) {
+	var log syncBuffer
+	e := newEnv(t, envOptions{log: &log})
+	key := e.key(t, "auditor", 1_000_000)
+	cs, err := e.connect(t, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	structured(t, call(t, cs, "get_balance", map[string]any{"network": evmNet, "address": e.dev.Accounts()[0].Address.Hex()}))
+	structured(t, call(t, cs, "rpc_call", map[string]any{"network": evmNet, "method": "eth_chainId"}))
+	lines := log.String()
+	for _, m := range []string{"eth_getBalance", "eth_chainId"} {
+		if !strings.Contains(lines, "msg=call network="+evmNet+" method="+m+" outcome=ok") || !strings.Contains(lines, "key=auditor") {
+			t.Fatalf("no access-log line for %s:\n%s", m, lines)
+		}
+	}
+	if strings.Contains(lines, key) {
+		t.Fatalf("the key reached the log:\n%s", lines)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -78,3 +78,27 @@ func jsonResource(uri string, v any) (*sdk.ReadResourceResult, error) {
 	}
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}}, nil
 }
+
+// addPrompts adds the prompts: a plan an agent can start from, in the
+// tools' own terms.
+func (s *Server) addPrompts() {
+	s.srv.AddPrompt(&sdk.Prompt{
+		Name: "inspect_address", Title: "Inspect an address",
+		Description: "Look an address up on a network: its balance, and its recent activity by the network's family.",
+		Arguments: []*sdk.PromptArgument{
+			{Name: "network", Description: "the network's name, as list_networks gives it", Required: true},
+			{Name: "address", Description: "the account or contract address", Required: true},
+		},
+	}, func(_ context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		network, address := req.Params.Arguments["network"], req.Params.Arguments["address"]
+		text := "Inspect the address " + address + " on the network " + network + " through Portico's tools. " +
+			"First call list_networks to learn the network's family and latest block. " +
+			"Then, on an evm network: get_balance, then get_logs with the address for its events over the last 1000 blocks " +
+			"(narrow the range if it is refused), and summarize what the address is and does. " +
+			"On a solana network: get_account and get_balance, then get_signatures_for_address and get_transaction for the newest few. " +
+			"On a starknet network: get_events with the address, and rpc_call starknet_getNonce and starknet_getClassHashAt. " +
+			"Report each tool's credits, and stop if the key's balance runs low."
+		return &sdk.GetPromptResult{Description: "inspect " + address + " on " + network,
+			Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: text}}}}, nil
+	})
+}

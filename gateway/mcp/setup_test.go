@@ -84,6 +84,9 @@ type envOptions struct {
 	// verify turns verification on for the EVM devnet (one node: a
 	// quorum of one).
 	verify bool
+	// log, when set, receives the gateway's log with every call in the
+	// access log.
+	log io.Writer
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -149,8 +152,11 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.limits != nil {
 		o.limits(&e.limits)
 	}
-	e.gw = gateway.New(gateway.Config{Keys: e.keys, Networks: e.nets, Limits: e.limits, Meter: meter,
-		Logger: slog.New(slog.DiscardHandler)})
+	cfg := gateway.Config{Keys: e.keys, Networks: e.nets, Limits: e.limits, Meter: meter, Logger: slog.New(slog.DiscardHandler)}
+	if o.log != nil {
+		cfg.Logger, cfg.AccessLog = slog.New(slog.NewTextHandler(o.log, nil)), &gateway.AccessLog{Sample: 1}
+	}
+	e.gw = gateway.New(cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
