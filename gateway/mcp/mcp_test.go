@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"math/big"
 	"net/http"
 	"slices"
@@ -341,4 +342,50 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestMessageAndMemoryBounds: a message past the body bound is refused
+// (413, -32042) like any request; a session that does not fit in its
+// key's memory budget is refused (503, -32057), and fits again once
+// another is closed.
+func TestMessageAndMemoryBounds(t *testing.T) {
+	e := newEnv(t, envOptions{limits: func(l *gateway.Limits) {
+		l.MaxBodyBytes = 64 << 10
+		l.KeyMemoryBytes = 100 << 10 // one session (64 KiB), not two
+	}})
+	key := e.key(t, "agent", 1_000_000)
+	a, err := e.connect(t, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rpc_call","arguments":{"network":"` + evmNet +
+		`","method":"eth_chainId","params":["` + strings.Repeat("a", 70<<10) + `"]}}}`
+	req, _ := http.NewRequest(http.MethodPost, e.url+"/mcp/v3/"+key, strings.NewReader(big))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", a.ID())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "-32042") {
+		t.Fatalf("a message past the body bound: %d %s", resp.StatusCode, body)
+	}
+	_, err = e.connect(t, key)
+	if err == nil || !strings.Contains(err.Error(), "503") && !strings.Contains(err.Error(), "Service Unavailable") {
+		t.Fatalf("a second session past the key's memory: %v", err)
+	}
+	a.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err = e.connect(t, key); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no room after a session closed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
