@@ -243,6 +243,7 @@ var ErrSessions = errors.New("too many MCP sessions for this API key")
 // on sessions (HTTP 429).
 type SessionsError struct{ Max int }
 
+// Error says what was refused and how to make room.
 func (e *SessionsError) Error() string {
 	return ErrSessions.Error() + ": limit is " + strconv.Itoa(e.Max) + "; close one (HTTP DELETE) or let it idle out"
 }
