@@ -1,11 +1,12 @@
 // Package gateway serves JSON-RPC 2.0 to clients: POST /v3/<key> and
 // WebSocket /ws/v3/<key>, one network per Host on a shared listener and on
-// listeners of its own. Both transports check the key and hand each
-// request body to one pipeline (pipeline.go: decode, admit, price,
-// charge, run, settle, encode): it resolves methods, validates params,
-// holds the key to its bounds through metering, and has each call's
-// network answer it (from heads, the cache or a node). Node result bytes
-// are copied into the response untouched.
+// listeners of its own, and the MCP endpoint /mcp/v3/<key> on the shared
+// listener (package mcp, whose tool calls come back here: inproc.go). The
+// transports check the key and hand each request body to one pipeline
+// (pipeline.go: decode, admit, price, charge, run, settle, encode): it
+// resolves methods, validates params, holds the key to its bounds through
+// metering, and has each call's network answer it (from heads, the cache
+// or a node). Node result bytes are copied into the response untouched.
 package gateway
 
 import (
@@ -21,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/gateway/mcp"
 	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metering/apikey"
@@ -113,6 +115,7 @@ type Gateway struct {
 	keyMem       *membudget.Keys    // each key's, under mem
 	tokens       tokenCache         // JWTs that passed, until they expire
 	calls        metering.Calls     // calls in flight and per second, per limited key
+	mcp          *mcp.Server        // the MCP endpoint (inproc.go)
 
 	mu      sync.Mutex
 	sockets map[*jsonrpc.Conn]*socket // each socket's network and key
@@ -154,6 +157,7 @@ func New(cfg Config) *Gateway {
 		g.obs.log, g.obs.sample = g.log, min(max(a.Sample, 0), 1)
 	}
 	g.cur.Store(newState(cfg.Networks, cfg.Limits, cfg.CacheHitDiscount, nil))
+	g.mcp = mcp.New(mcpBackend{g}, mcp.Options{Logger: g.log})
 	return g
 }
 
@@ -247,6 +251,7 @@ func (g *Gateway) Close() error {
 	for _, c := range socks {
 		c.GoAway("server shutting down")
 	}
+	g.mcp.Close()
 	g.wsWG.Wait()
 	g.sweeps.Wait()
 	return nil

@@ -44,6 +44,9 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, fixed string) {
 		ws, rest = true, path[len(wsPrefix):]
 	case hasSegment(path, httpPrefix):
 		rest = path[len(httpPrefix):]
+	case fixed == "" && hasSegment(path, mcpPrefix):
+		g.serveMCP(ctx, path[len(mcpPrefix):]) // inproc.go
+		return
 	default:
 		ctx.SetContentType("text/plain; charset=utf-8")
 		ctx.SetStatusCode(fasthttp.StatusNotFound)
@@ -313,7 +316,7 @@ func hasSegment[S ~string | ~[]byte](path S, prefix string) bool {
 
 // redactPath masks the key segment of a gateway path.
 func redactPath(path string) string {
-	for _, p := range []string{wsPrefix, httpPrefix} {
+	for _, p := range []string{wsPrefix, httpPrefix, mcpPrefix + httpPrefix} {
 		if hasSegment(path, p) {
 			if len(path) > len(p)+1 {
 				return p + "/***"

@@ -15,6 +15,7 @@ import (
 // (real names, the seed's stand-ins, the family's alias prefixes) mapped to
 // the row that serves it, with costs and the allowlist from config applied.
 type Methods struct {
+	family  portico.Family
 	byName  map[string]*portico.Method
 	chain   portico.Chain   // how tags resolve to heads
 	keyForm portico.KeyForm // which params share a cache key
@@ -57,7 +58,7 @@ func NewMethods(t portico.Table, cfg MethodsConfig) (*Methods, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Methods{byName: map[string]*portico.Method{}, chain: t.Chain, keyForm: t.KeyForm, subs: t.Subscriptions,
+	m := &Methods{family: t.Family, byName: map[string]*portico.Method{}, chain: t.Chain, keyForm: t.KeyForm, subs: t.Subscriptions,
 		subByName: map[string]*portico.Subscription{}, unsubByName: map[string]*portico.Subscription{}}
 	// The rules are copied: costs from config apply to this network only.
 	m.subs.Methods = slices.Clone(t.Subscriptions.Methods)
@@ -198,6 +199,9 @@ func allowlist(t portico.Table, cfg MethodsConfig) ([]string, error) {
 	}
 	return allow, nil
 }
+
+// Family returns the family of the table.
+func (m *Methods) Family() portico.Family { return m.family }
 
 // Lookup returns the row serving name, or nil.
 func (m *Methods) Lookup(name string) *portico.Method { return m.byName[name] }

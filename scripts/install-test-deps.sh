@@ -7,7 +7,9 @@
 # that authd's interop tests run with node (@toruslabs/openlogin,
 # openlogin-session-manager, session-manager, eccrypto, @web3auth/auth),
 # and the chain libraries the wallet's interop test checks its addresses
-# and signatures against (ethers, @solana/web3.js, starknet).
+# and signatures against (ethers, @solana/web3.js, starknet), and the
+# official MCP TypeScript SDK (@modelcontextprotocol/sdk) that gateway/mcp's
+# interop test connects with.
 # Then it checks that anvil runs and the libraries load. Idempotent: nothing
 # is fetched when the pinned versions are installed. Runs from any
 # directory.
@@ -94,3 +96,8 @@ for mod in ethers @solana/web3.js starknet; do
 	}
 done
 echo "install-test-deps: wallet interop libraries loaded"
+node -e "require('@modelcontextprotocol/sdk/client/index.js'); require('@modelcontextprotocol/sdk/client/streamableHttp.js')" >/dev/null || {
+	echo "install-test-deps: @modelcontextprotocol/sdk does not load under node" >&2
+	exit 1
+}
+echo "install-test-deps: MCP TypeScript SDK loaded"
