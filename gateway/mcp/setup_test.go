@@ -62,7 +62,7 @@ type env struct {
 	devs   map[string]families.Devnet // by network name
 	keys   *keys
 	st     *store.Store
-	meter  *metering.Meter
+	meter  *metering.Ledger
 	net    *gateway.Network   // the EVM devnet's
 	nets   []*gateway.Network // all of them
 	limits gateway.Limits
@@ -138,7 +138,11 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	var vc network.VerifyConfig
 	if o.verify {
-		vc = network.VerifyConfig{Family: "evm", Mode: network.VerifyOn, Quorum: 1}
+		evmFam, err := families.Get("evm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		vc = network.VerifyConfig{Verifier: evmFam.Verifier, Mode: network.VerifyOn, Quorum: 1}
 	}
 	e.net = add("evm", families.DevnetConfig{BlockPeriod: -1}, vc)
 	e.dev = e.devs[evmNet].(*evmdevnet.Devnet)
