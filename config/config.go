@@ -347,6 +347,11 @@ type Upstream struct {
 	// Rate is the node's own bound (a provider's plan): calls to it are
 	// kept within it, sent to another node or queued.
 	Rate NodeRate `yaml:"rate"`
+	// MaxLogRange is the widest log query, in blocks, the node takes (a
+	// provider's eth_getLogs range): the network's log queries are split
+	// into chunks no wider than the narrowest of its nodes' from the
+	// start, rather than after their refusals; 0 says nothing.
+	MaxLogRange uint64 `yaml:"max_log_range"`
 }
 
 // NodeRate is a node's own rate bound; zero fields bound nothing.
@@ -395,6 +400,19 @@ func checkBroadcast(field string, n Network) error {
 		}
 	}
 	return nil
+}
+
+// NodeRange is the log chunk width a network's nodes take by their config:
+// the narrowest max_log_range of its upstreams, or the logs block's
+// node_range when that is narrower or none says; 0 when nothing does.
+func (n Network) NodeRange() uint64 {
+	r := n.Logs.Settings().NodeRange
+	for _, u := range n.Upstreams {
+		if u.MaxLogRange > 0 && (r == 0 || u.MaxLogRange < r) {
+			r = u.MaxLogRange
+		}
+	}
+	return r
 }
 
 // HistoryArchive is the history of a node that keeps every block's state.

@@ -245,3 +245,17 @@ func TestBoundsAccepted(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeRange: a network's log chunks fit the narrowest node that says
+// its range, and the logs block's node_range when that is narrower.
+func TestNodeRange(t *testing.T) {
+	n := config.Network{Upstreams: []config.Upstream{{MaxLogRange: 5000}, {}, {MaxLogRange: 2000}}}
+	def := config.Network{}.NodeRange()
+	if got := n.NodeRange(); got != min(2000, def) {
+		t.Errorf("NodeRange = %d, want %d", got, min(2000, def))
+	}
+	n = config.Network{Upstreams: []config.Upstream{{MaxLogRange: def / 2}, {MaxLogRange: def * 2}}}
+	if got := n.NodeRange(); got != def/2 {
+		t.Errorf("NodeRange = %d, want %d (a node narrower than the default)", got, def/2)
+	}
+}

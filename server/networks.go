@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
@@ -81,7 +82,7 @@ func (m *Server) network(ctx context.Context, n *config.Network, meter network.M
 	}
 	verifyCfg.CallCost = verifyCallCost(res.table, n)
 	res.served = network.New(network.Config{Name: n.Name, Upstream: res.pool, Tags: methods.Chain().Tags, KeyForm: methods.KeyForm(), Subs: methods.Subscriptions(),
-		Cache: m.cache, NoCoalesce: noCoalesce, Meter: meter, Logger: m.log, Metrics: m.metrics, Logs: n.Logs.Settings(), Verify: verifyCfg})
+		Cache: m.cache, NoCoalesce: noCoalesce, Meter: meter, Logger: m.log, Metrics: m.metrics, Logs: logSettings(n), Verify: verifyCfg})
 	return &servedNetwork{cfg: *n, res: res,
 		gw: &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Served: res.served}}, nil
 }
@@ -159,4 +160,12 @@ func broadcastOf(b []string) upstream.Broadcast {
 		return upstream.Broadcast{}
 	}
 	return upstream.Broadcast{To: b}
+}
+
+// logSettings are a network's log settings, with the chunk width its
+// nodes' config says they take (config.Network.NodeRange).
+func logSettings(n *config.Network) portico.LogSettings {
+	l := n.Logs.Settings()
+	l.NodeRange = n.NodeRange()
+	return l
 }
