@@ -32,14 +32,14 @@ type reach struct {
 	learned atomic.Bool
 
 	mu           sync.Mutex
-	stateDepth   uint64    // learned: lacks state this many blocks below its head, and deeper
-	stateUntil   time.Time // when that is forgotten
-	okDepth      uint64    // the deepest state it answered for, while stateDepth holds
-	firstBlock   uint64    // learned: lacks blocks below this one
+	stateDepth   uint64        // learned: lacks state this many blocks below its head, and deeper
+	stateUntil   time.Time     // when that is forgotten
+	okDepth      atomic.Uint64 // 1 + the deepest state it answered for; 0: none (not under mu)
+	firstBlock   uint64        // learned: lacks blocks below this one
 	firstUntil   time.Time
-	okOldest     uint64               // the oldest block it answered for, while firstBlock holds
-	lacks        map[string]time.Time // learned: methods it does not serve, until
-	limitedUntil time.Time            // its own rate limit said to wait
+	okOldest     atomic.Uint64                // 1 + the oldest block it answered for; 0: none (not under mu)
+	lacks        map[string]time.Time         // learned: methods it does not serve, until
+	limitedUntil time.Time                    // its own rate limit said to wait
 	answers      [answerClasses]atomic.Uint64 // not under mu
 }
 
@@ -178,10 +178,14 @@ func (r *reach) learnMissing(t target, head uint64, lacksMethod bool, now time.T
 	case t.data == portico.DataState && !r.cfg.Archive && head > t.number:
 		// A block at the head may be one the node has not yet got: only
 		// depth is learned.
-		if !now.Before(r.stateUntil) {
-			r.okDepth = 0
+		d := head - t.number
+		known := r.okDepth.Load() // the first depth not known to be kept
+		if known > d {
+			// It answered as deep before: it pruned since.
+			r.okDepth.Store(d)
+			known = d
 		}
-		depth := min(head-t.number, max(r.okDepth+1, minLearnedDepth))
+		depth := min(d, max(known, minLearnedDepth))
 		if r.stateDepth == 0 || depth < r.stateDepth || !now.Before(r.stateUntil) {
 			r.stateDepth = depth
 		}
@@ -189,12 +193,14 @@ func (r *reach) learnMissing(t target, head uint64, lacksMethod bool, now time.T
 	case t.data == portico.DataHistory && head > t.number:
 		// As for state: everything older than the oldest block it
 		// answered for (or than its newest few) is taken as gone.
-		if !now.Before(r.firstUntil) {
-			r.okOldest = 0
-		}
 		first := head - min(head, minLearnedDepth)
-		if r.okOldest > 0 {
-			first = min(first, r.okOldest)
+		if o := r.okOldest.Load(); o > 0 {
+			if o-1 <= t.number {
+				// It answered for as old a block before: it pruned since.
+				r.okOldest.Store(0)
+			} else {
+				first = min(first, o-1)
+			}
 		}
 		first = max(first, t.number+1)
 		if first > r.firstBlock || !now.Before(r.firstUntil) {
@@ -206,31 +212,52 @@ func (r *reach) learnMissing(t target, head uint64, lacksMethod bool, now time.T
 
 // learnHas records that the node answered a read of what t reads with
 // its head at head: it keeps state that deep, or that block.
+//
+// It is on the path of every answered read: until anything was learned
+// it takes no lock.
 func (r *reach) learnHas(t target, head uint64, now time.Time) {
 	if !t.known || head < t.number {
 		return
 	}
 	depth := head - t.number
+	switch t.data {
+	case portico.DataState:
+		atomicMax(&r.okDepth, depth+1)
+	case portico.DataHistory:
+		atomicMinSet(&r.okOldest, t.number+1)
+	default:
+		return
+	}
+	if !r.learned.Load() {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if t.data == portico.DataHistory {
-		if now.Before(r.firstUntil) {
-			if r.okOldest == 0 || t.number < r.okOldest {
-				r.okOldest = t.number
-			}
-			r.firstBlock = min(r.firstBlock, t.number)
-		}
-		return
-	}
-	if t.data != portico.DataState {
-		return
-	}
-	if !now.Before(r.stateUntil) {
-		return // nothing learned to correct
-	}
-	r.okDepth = max(r.okDepth, depth)
-	if r.stateDepth <= depth {
+	switch {
+	case t.data == portico.DataHistory && now.Before(r.firstUntil) && t.number < r.firstBlock:
+		r.firstBlock = t.number
+	case t.data == portico.DataState && now.Before(r.stateUntil) && r.stateDepth <= depth:
 		r.stateDepth = depth + 1
+	}
+}
+
+// atomicMax raises a to v.
+func atomicMax(a *atomic.Uint64, v uint64) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// atomicMinSet lowers a to v, or sets it when it is 0 (none).
+func atomicMinSet(a *atomic.Uint64, v uint64) {
+	for {
+		old := a.Load()
+		if (old != 0 && old <= v) || a.CompareAndSwap(old, v) {
+			return
+		}
 	}
 }
 

@@ -305,3 +305,23 @@ func TestLearnedMethod(t *testing.T) {
 		t.Errorf("other methods: %s, want a", got)
 	}
 }
+
+// TestLearnedDepthKeepsWhatWasServed: a node that answered state 50
+// blocks deep and then lacked it 79 deep is learned to keep 50: a read 60
+// deep goes to the archive at once, one 45 deep still to the full node.
+func TestLearnedDepthKeepsWhatWasServed(t *testing.T) {
+	full := newFleetNode(t, &fleetNode{name: "full", head: 80, keep: 64, words: gethPath})
+	archive := newFleetNode(t, &fleetNode{name: "archive", head: 80})
+	p := fleetPool(t, []*fleetNode{full, archive}, nil)
+	for _, c := range []struct {
+		block uint64
+		want  string
+	}{{30, "full"}, {1, "archive"}, {20, "archive"}, {35, "full"}} {
+		if got, err := stateAt(p, "get_state", c.block, portico.DataState); err != nil || got != `"`+c.want+`"` {
+			t.Fatalf("block %d: %s %v, want %s", c.block, got, err, c.want)
+		}
+	}
+	if f, a := full.calls.Load(), archive.calls.Load(); f != 3 || a != 2 {
+		t.Errorf("node calls: full %d, archive %d; want 3 (one a miss) and 2", f, a)
+	}
+}
