@@ -470,7 +470,13 @@ type MissingError struct {
 	// was asked.
 	Code    int
 	Message string
+	// Node is the last node's answer as an error (its *jsonrpc.Error),
+	// for what reads the node's own code; nil when no node was asked.
+	Node error
 }
+
+// Unwrap returns the last node's answer.
+func (e *MissingError) Unwrap() error { return e.Node }
 
 // Error names the network, the data and what the last node said.
 func (e *MissingError) Error() string {

@@ -19,15 +19,16 @@ import (
 // so that the caller logs the rest.
 func ErrorFor(err error) (e *Error, status int, known bool) {
 	var (
-		answered  *portico.AnsweredError
-		rpcErr    *Error
-		limitErr  *portico.LimitError
-		upErr     *portico.UpstreamError
-		quotaErr  *portico.QuotaError
-		forbidErr *portico.ForbiddenError
-		logsErr   *portico.LogsTooLargeError
-		jwtErr    *portico.JWTError
-		coded     interface{ ErrorCode() int }
+		answered   *portico.AnsweredError
+		rpcErr     *Error
+		limitErr   *portico.LimitError
+		upErr      *portico.UpstreamError
+		quotaErr   *portico.QuotaError
+		forbidErr  *portico.ForbiddenError
+		logsErr    *portico.LogsTooLargeError
+		jwtErr     *portico.JWTError
+		coded      interface{ ErrorCode() int }
+		missingErr *portico.MissingError
 	)
 	switch {
 	case errors.As(err, &answered):
@@ -51,6 +52,9 @@ func ErrorFor(err error) (e *Error, status int, known bool) {
 		return &Error{Code: -32000, Message: "filter not found"}, http.StatusOK, true
 	case errors.Is(err, portico.ErrMeteringUnavailable):
 		return &Error{Code: portico.CodeMeteringDown, Message: "metering unavailable: calls are refused until it is back"}, http.StatusServiceUnavailable, true
+	case errors.As(err, &missingErr):
+		// Before a node's answer, which it wraps: Portico's words.
+		return &Error{Code: missingErr.ErrorCode(), Message: missingErr.Error()}, http.StatusOK, true
 	case errors.As(err, &rpcErr):
 		// Envelope errors and node answers pass through as they are.
 		status = http.StatusOK

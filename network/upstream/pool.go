@@ -318,6 +318,7 @@ type poolCall struct {
 	last          error     // the last node's failure
 	lastName      string
 	lastMissing   *jsonrpc.Error // the last node's answer that it lacks the data
+	missingFrom   int            // how many nodes answered that
 	lastLimited   *jsonrpc.Error // the last node's answer that it is over its rate
 	slow          *member        // the node a hedge was sent past in this call
 	slowSent      time.Time      // when the attempt at it was sent
@@ -469,6 +470,7 @@ func (c *poolCall) settle(caller context.Context, a attempt) (res jsontext.Value
 		a.m.ok(a.took, true, a.faults)
 		a.m.reach.learnMissing(targetOf(c.req), a.m.head(p), rpcErr.Code == jsonrpc.CodeMethodNotFound, now)
 		c.lastMissing = rpcErr
+		c.missingFrom++
 	case int(portico.AnswerLimited):
 		// Not a fault either: the node is left alone as it asked.
 		a.m.reach.limit(now, limitedFor(a.err))
@@ -513,13 +515,17 @@ func (c *poolCall) hedge() {
 }
 
 // failed is Do's answer when no node gave one: a node's answer that it
-// lacks the data (a *portico.MissingError naming it), else the last
-// node's rate-limit answer, else the last failure.
+// lacks the data (as the node wrote it when it was the only node that
+// said so, as on a network of one node; else a *portico.MissingError
+// naming the data and that no node keeps it), else the last node's
+// rate-limit answer, else the last failure.
 func (c *poolCall) failed(caller context.Context) (jsontext.Value, error) {
 	if caller.Err() != nil {
 		return nil, caller.Err()
 	}
 	switch {
+	case c.lastMissing != nil && c.missingFrom == 1:
+		return nil, c.lastMissing
 	case c.lastMissing != nil:
 		return nil, portico.Answered(c.p.missing(c.req, c.lastMissing))
 	case c.lastLimited != nil:
@@ -546,7 +552,7 @@ func (p *Pool) missing(req Request, node *jsonrpc.Error) *portico.MissingError {
 	}
 	e := &portico.MissingError{Network: p.network, What: what}
 	if node != nil {
-		e.Code, e.Message = node.Code, node.Message
+		e.Code, e.Message, e.Node = node.Code, node.Message, node
 	}
 	return e
 }
