@@ -485,7 +485,16 @@ func (c *poolCall) settle(caller context.Context, a attempt) (res jsontext.Value
 		}
 		c.last, c.lastName = a.err, a.m.Name
 	}
-	p.log.Warn("upstream failed", "network", p.network, "upstream", a.m.Name, "method", c.req.Method, "answer", answerName(a.class), "err", a.err)
+	// A node that lacks old data, or is over its own rate, is the fleet
+	// working as configured: not a warning.
+	level := slog.LevelWarn
+	switch a.class {
+	case int(portico.AnswerMissing):
+		level = slog.LevelDebug
+	case int(portico.AnswerLimited):
+		level = slog.LevelInfo
+	}
+	p.log.Log(context.Background(), level, "upstream failed", "network", p.network, "upstream", a.m.Name, "method", c.req.Method, "answer", answerName(a.class), "err", a.err)
 	if c.req.Write && a.class == answerFailed && !undelivered(a.err) {
 		// The node may have the transaction: sending it again
 		// elsewhere is not ours to decide.
