@@ -81,7 +81,9 @@ func TestHeads(t *testing.T) {
 	if h, err := byNumber.Heads(ctx, nil); err != nil || asked != 4 || h.Head.Hash != "h4" || h.Latest != 5 {
 		t.Fatalf("head by number: %+v, %v (asked %d)", h, err, asked)
 	}
-	byNumber.Header = func(context.Context, portico.Caller, uint64, string) (portico.Header, error) { return portico.Header{}, rpcError{} }
+	byNumber.Header = func(context.Context, portico.Caller, uint64, string) (portico.Header, error) {
+		return portico.Header{}, rpcError{}
+	}
 	if h, err := byNumber.Heads(ctx, nil); err != nil || h.Head.Hash != "" || h.Safe != 4 {
 		t.Fatalf("a JSON-RPC error reading the head's header: %+v, %v", h, err)
 	}
