@@ -208,6 +208,20 @@ const (
 	BlockHash
 )
 
+// WithData returns the table with each row's Data (Methods and Known)
+// set from readsAt, by name, where the row leaves it zero: a family's
+// list of what its methods read at their block.
+func (t Table) WithData(readsAt map[string]Data) Table {
+	for _, rows := range [][]Method{t.Methods, t.Known} {
+		for i := range rows {
+			if d, ok := readsAt[rows[i].Name]; ok && rows[i].Data == DataAny {
+				rows[i].Data = d
+			}
+		}
+	}
+	return t
+}
+
 // Knows reports whether name is a method of the table (a row, a rule, a
 // default or optional method, a costed or write method), or a namespace
 // ("debug_") some of its methods are in: what a node's config may say it

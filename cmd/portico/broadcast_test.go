@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,14 +54,7 @@ func newTxFront(t *testing.T, f *txFront) *txFront {
 				return
 			}
 		}
-		resp, err := http.Post(f.node, "application/json", bytes.NewReader(body))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.Header().Set("Content-Type", "application/json")
-		io.Copy(w, resp.Body)
+		forwardTo(w, f.node, body)
 	}))
 	t.Cleanup(f.srv.Close)
 	return f

@@ -59,17 +59,23 @@ func newFleetFront(t *testing.T, f *fleetFront) *fleetFront {
 				time.Sleep(f.delay)
 			}
 		}
-		resp, err := http.Post(f.node, "application/json", bytes.NewReader(body))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.Header().Set("Content-Type", "application/json")
-		io.Copy(w, resp.Body)
+		forwardTo(w, f.node, body)
 	}))
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// forwardTo passes a call's body on to node and its answer back, as a
+// front that lets the call through.
+func forwardTo(w http.ResponseWriter, node string, body []byte) {
+	resp, err := http.Post(node, "application/json", bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", "application/json")
+	io.Copy(w, resp.Body)
 }
 
 // fleetHead is the node's newest block.
@@ -258,14 +264,7 @@ func newSlotFront(t *testing.T, f *slotFront) *slotFront {
 				return
 			}
 		}
-		resp, err := http.Post(f.node, "application/json", bytes.NewReader(body))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.Header().Set("Content-Type", "application/json")
-		io.Copy(w, resp.Body)
+		forwardTo(w, f.node, body)
 	}))
 	t.Cleanup(f.srv.Close)
 	return f

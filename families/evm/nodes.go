@@ -97,20 +97,10 @@ var Answers = []portico.AnswerRule{
 	{Words: "log response size exceeded", Class: portico.AnswerTooLarge, Source: "Alchemy"},
 }
 
-// withData sets each row's Data from readsAt.
-func withData(rows []portico.Method) []portico.Method {
-	for i := range rows {
-		if d, ok := readsAt[rows[i].Name]; ok && rows[i].Data == portico.DataAny {
-			rows[i].Data = d
-		}
-	}
-	return rows
-}
-
 // withNodes completes a table with what the family knows of its nodes.
 func withNodes(t portico.Table) portico.Table {
-	t.Methods = withData(t.Methods)
-	t.Known = withData(append(t.Known, sendRules()...))
+	t.Known = append(t.Known, sendRules()...)
+	t = t.WithData(readsAt)
 	t.Chain.Answers = Answers
 	return t
 }

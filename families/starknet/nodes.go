@@ -43,13 +43,7 @@ var Answers = []portico.AnswerRule{
 
 // withNodes completes a table with what the family knows of its nodes.
 func withNodes(t portico.Table) portico.Table {
-	for _, rows := range [][]portico.Method{t.Methods, t.Known} {
-		for i := range rows {
-			if d, ok := readsAt[rows[i].Name]; ok && rows[i].Data == portico.DataAny {
-				rows[i].Data = d
-			}
-		}
-	}
+	t = t.WithData(readsAt)
 	t.Chain.Answers = Answers
 	return t
 }

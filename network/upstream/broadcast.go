@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -171,7 +172,7 @@ func (p *Pool) broadcastTargets(req Request) []*member {
 	now := p.now()
 	var out, benched []*member
 	for _, m := range p.members {
-		if len(p.bcast.To) > 0 && !contains(p.bcast.To, m.Name) {
+		if len(p.bcast.To) > 0 && !slices.Contains(p.bcast.To, m.Name) {
 			continue
 		}
 		b, _, wrong := m.state(now)
@@ -188,13 +189,4 @@ func (p *Pool) broadcastTargets(req Request) []*member {
 		return benched
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -71,11 +71,8 @@ func newFleetNode(t *testing.T, n *fleetNode) *fleetNode {
 			w.WriteHeader(http.StatusTooManyRequests)
 			return
 		}
-		var block uint64
-		var params []uint64
-		if jsonrpcUnmarshal(c.Params, &params) == nil && len(params) > 0 {
-			block = params[0]
-		}
+		var block uint64 // params are [n]
+		fmt.Sscanf(string(c.Params), "[%d]", &block)
 		fail := func(code int, msg string) {
 			w.Write(jsonrpc.AppendError(nil, c.ID, &jsonrpc.Error{Code: code, Message: msg}))
 		}
@@ -92,17 +89,6 @@ func newFleetNode(t *testing.T, n *fleetNode) *fleetNode {
 	}))
 	t.Cleanup(n.srv.Close)
 	return n
-}
-
-func jsonrpcUnmarshal(v jsontext.Value, out *[]uint64) error {
-	_, err := fmt.Sscanf(string(v), "[%d]", new(uint64))
-	if err != nil {
-		return err
-	}
-	var n uint64
-	fmt.Sscanf(string(v), "[%d]", &n)
-	*out = []uint64{n}
-	return nil
 }
 
 // gethWords are geth's two texts for state it does not keep.
