@@ -203,7 +203,7 @@ func (w *walker) canonical(n uint64) (chainview.Header, error) {
 		return b, nil
 	}
 	for w.low.Number > n {
-		p, err := w.header(w.low.Parent, w.low.Number-1)
+		p, err := w.header(w.low.Parent, w.low.ParentNumber)
 		if err != nil {
 			if err == errUnknown {
 				return chainview.Header{}, errMoved
@@ -224,6 +224,9 @@ func (h *Hub) planByHash(ctx context.Context, view *chainview.View, r *portico.R
 		return resumePlan{}, errMoved
 	}
 	w := &walker{ctx: ctx, h: h, view: view, below: map[uint64]chainview.Header{}, low: oldest[0], viewLow: oldest[0].Number, max: r.Bound()}
+	if r.Hash == "" {
+		return h.planFromNumber(w, head, r)
+	}
 	start, err := h.resolve(w, head, r)
 	if err != nil {
 		return resumePlan{}, err
@@ -245,7 +248,7 @@ func (h *Hub) planByHash(ctx context.Context, view *chainview.View, r *portico.R
 		if len(p.dropped) > r.Bound() || at.Number == 0 {
 			return resumePlan{}, r.Error(fmt.Sprintf("block %s left the served chain more than %d blocks back (limits.max_resume_blocks)", start.Hash, r.Bound()))
 		}
-		if at, err = w.header(at.Parent, at.Number-1); err != nil {
+		if at, err = w.header(at.Parent, at.ParentNumber); err != nil {
 			if err == errUnknown {
 				return resumePlan{}, r.Error(fmt.Sprintf("block %s left the served chain further back than the nodes keep", start.Hash))
 			}
@@ -268,6 +271,47 @@ func (h *Hub) planByHash(ctx context.Context, view *chainview.View, r *portico.R
 		}
 		p.added = append(p.added, c)
 		prev = c
+	}
+	return p, nil
+}
+
+// planFromNumber plans a resume from a block number (a slot): the served
+// chain's blocks after it (from it, when inclusive) up to the head; on
+// the slot chain, skipped slots have none.
+func (h *Hub) planFromNumber(w *walker, head chainview.Header, r *portico.Resume) (resumePlan, error) {
+	if r.Number > head.Number {
+		return resumePlan{}, r.Error(fmt.Sprintf("block %d is ahead of the head, %d", r.Number, head.Number))
+	}
+	if head.Number-r.Number > uint64(r.Bound()) {
+		return resumePlan{}, r.Error(tooOld(r.Number, head.Number, r.Bound()))
+	}
+	first := r.Number + 1
+	if r.Inclusive {
+		first = r.Number
+	}
+	// Down the parent links to the first block at or before it.
+	for w.low.Number >= first && w.low.Number > 0 {
+		p, err := w.header(w.low.Parent, w.low.ParentNumber)
+		if err != nil {
+			if err == errUnknown {
+				return resumePlan{}, errMoved
+			}
+			return resumePlan{}, err
+		}
+		w.below[p.Number] = p
+		w.low = p
+	}
+	var p resumePlan
+	for n := first; n < w.viewLow; n++ {
+		if b, ok := w.below[n]; ok {
+			p.added = append(p.added, b)
+		}
+	}
+	p.added = append(p.added, w.view.Range(max(first, w.viewLow), head.Number)...)
+	for i := 1; i < len(p.added); i++ {
+		if p.added[i].Parent != p.added[i-1].Hash {
+			return resumePlan{}, errMoved
+		}
 	}
 	return p, nil
 }

@@ -118,6 +118,7 @@ func (t *topic) backfill(c *clientSub) {
 				}
 			}
 			sent[blockKey(d, true)] = true
+			sent[blockKey(chainview.Header{Number: d.Number}, true)] = true
 		}
 	}
 	for results := range t.fetchAdded(ctx, p.added) {
@@ -134,7 +135,10 @@ func (t *topic) backfill(c *clientSub) {
 				t.hub.logMem.add(t.key.params, results.b.Hash, res)
 			}
 		}
-		sent[blockKey(results.b, false)] = true
+		if results.err == nil {
+			sent[blockKey(results.b, false)] = true
+			sent[blockKey(chainview.Header{Number: results.b.Number}, false)] = true
+		}
 	}
 	for {
 		held := c.resume.take()
@@ -152,7 +156,8 @@ func (t *topic) backfill(c *clientSub) {
 	}
 }
 
-// blockKey names a block (by hash, or by number where it has none) and
+// blockKey names a block (by hash, or by number where the notification
+// tells none: the backfill records both) and
 // whether a notification about it tells of its removal.
 func blockKey(b chainview.Header, removed bool) string {
 	k := b.Hash
