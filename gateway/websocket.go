@@ -149,11 +149,10 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 	lim := &rq.st.limits
 	max := int64(lim.MaxWSConnections)
 	var refused *portico.LimitError
-	if g.wsConns.Add(1) > max {
-		g.wsConns.Add(-1)
+	if !g.conns.Reserve(int(max)) {
 		refused = &portico.LimitError{Limit: portico.LimitConnections, Max: max}
 	} else if !g.wsKeys.take(rq.id.Name, lim.MaxWSConnectionsPerKey) {
-		g.wsConns.Add(-1)
+		g.conns.Release()
 		refused = &portico.LimitError{Limit: portico.LimitWSPerKey, Max: int64(lim.MaxWSConnectionsPerKey)}
 	}
 	if refused != nil {
@@ -178,7 +177,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 	var released sync.Once
 	release := func() {
 		released.Do(func() {
-			g.wsConns.Add(-1)
+			g.conns.Release()
 			g.wsKeys.release(keyName)
 		})
 	}
@@ -249,22 +248,19 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 func (g *Gateway) track(c *jsonrpc.Conn, s *socket) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closing {
+	if !g.conns.Track(c, s) {
 		return false
 	}
-	g.sockets[c] = s
 	g.shareKeyLocked(s)
-	g.wsWG.Add(1)
 	g.armSweepLocked()
 	return true
 }
 
+// untrack forgets a connection track registered.
 func (g *Gateway) untrack(c *jsonrpc.Conn) {
 	g.mu.Lock()
-	if s := g.sockets[c]; s != nil {
+	defer g.mu.Unlock()
+	if s := g.conns.Untrack(c); s != nil {
 		g.unshareKeyLocked(s)
 	}
-	delete(g.sockets, c)
-	g.mu.Unlock()
-	g.wsWG.Done()
 }
