@@ -94,8 +94,8 @@ func leasesSetup(ctx context.Context, c *cli) error {
 		}
 	}
 	fmt.Printf("\n%d instances sharing one Redis and one PostgreSQL database, %d clients each, the small call (%d rounds of %s, medians):\n\n", c.Instances, max(1, c.Concurrency/c.Instances), c.Rounds, c.Duration)
-	fmt.Println("| metering | req/s | × off | Portico CPU per call | Redis commands per call | Redis CPU per call | PostgreSQL transactions per call | PostgreSQL rows written per call | errors |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| metering | req/s | × off | Portico CPU per call | Redis scripts per call | Redis commands per call (scripts' own included) | Redis CPU per call | PostgreSQL transactions per call | PostgreSQL rows written per call | errors |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	off := medianOf(modes[0].rounds, func(r leaseRound) float64 { return r.rps })
 	for _, m := range modes {
 		med := func(f func(leaseRound) float64) float64 { return medianOf(m.rounds, f) }
@@ -104,8 +104,9 @@ func leasesSetup(ctx context.Context, c *cli) error {
 		for _, r := range m.rounds {
 			errs += r.errors
 		}
-		fmt.Printf("| %s | %.0f | %.2f× | %.1f µs | %.4f | %.2f µs | %.5f | %.5f | %d |\n", m.name, rps, rps/off,
+		fmt.Printf("| %s | %.0f | %.2f× | %.1f µs | %.4f | %.4f | %.2f µs | %.5f | %.5f | %d |\n", m.name, rps, rps/off,
 			med(func(r leaseRound) float64 { return r.cpuPerCall }),
+			med(func(r leaseRound) float64 { return r.redisScripts }),
 			med(func(r leaseRound) float64 { return r.redisCmds }),
 			med(func(r leaseRound) float64 { return r.redisCPU }),
 			med(func(r leaseRound) float64 { return r.pgXacts }),
@@ -119,13 +120,14 @@ var smallAnswer = []byte(`{"jsonrpc":"2.0","id":1,"result":{"blockHash":"0x9f0c3
 
 // leaseRound is one round of one mode: per call figures.
 type leaseRound struct {
-	rps, cpuPerCall, redisCmds, redisCPU, pgXacts, pgRows float64
-	errors                                                int
+	rps, cpuPerCall, redisCmds, redisScripts, redisCPU, pgXacts, pgRows float64
+	errors                                                              int
 }
 
 // storeCounters are the shared stores' counters at one moment.
 type storeCounters struct {
-	redisCmds       int64
+	redisCmds       int64 // every command, those scripts run included
+	redisScripts    int64 // EVAL and EVALSHA
 	redisCPU        time.Duration
 	pgXacts, pgRows int64
 }
@@ -143,6 +145,9 @@ func readCounters(ctx context.Context, rdb *redis.Client, db *sql.DB) (storeCoun
 			_, rest, _ := strings.Cut(line, "calls=")
 			n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
 			s.redisCmds += n
+			if strings.HasPrefix(line, "cmdstat_eval") {
+				s.redisScripts += n
+			}
 		case strings.HasPrefix(line, "used_cpu_sys:"), strings.HasPrefix(line, "used_cpu_user:"):
 			_, v, _ := strings.Cut(line, ":")
 			f, _ := strconv.ParseFloat(v, 64)
@@ -215,6 +220,7 @@ func leaseRun(ctx context.Context, c *cli, procs []*process, body []byte, rdb *r
 	n := float64(calls)
 	r.cpuPerCall = float64(cpu1-cpu0) / 1e3 / n
 	r.redisCmds = float64(after.redisCmds-before.redisCmds) / n
+	r.redisScripts = float64(after.redisScripts-before.redisScripts) / n
 	r.redisCPU = float64(after.redisCPU-before.redisCPU) / 1e3 / n
 	r.pgXacts = float64(after.pgXacts-before.pgXacts) / n
 	r.pgRows = float64(after.pgRows-before.pgRows) / n
