@@ -4,7 +4,7 @@
 // ports, keep their files in the test's temporary directory and are
 // stopped when the test ends.
 //
-// redis-server and redis-cli come from scripts/install-services.sh (or
+// redis-server and redis-cli come from scripts/start-services.sh (or
 // Debian's redis-server and redis-tools). When they are missing the test
 // is skipped, unless PORTICO_TEST_STRICT=1, which makes it fail.
 package testredis
