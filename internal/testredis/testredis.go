@@ -174,3 +174,43 @@ func (s *Server) Dir() string { return filepath.Clean(s.dir) }
 
 // String names the server in test logs.
 func (s *Server) String() string { return fmt.Sprintf("redis-server %s", s.Addr()) }
+
+// MasterName is the name the Sentinel of Sentinel watches its master by.
+const MasterName = "portico-test"
+
+// Sentinel starts a master and one Sentinel watching it (quorum 1) and
+// returns the Sentinel's address once it names the master.
+func Sentinel(t testing.TB) []string {
+	t.Helper()
+	master := start(t, "--appendonly", "no")
+	s := &Server{t: t, dir: t.TempDir(), port: freePort(t)}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		unavailable(t, err)
+	}
+	s.bin = bin
+	conf := filepath.Join(s.dir, "sentinel.conf")
+	text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s 127.0.0.1 %d 1\nsentinel down-after-milliseconds %s 5000\n",
+		s.port, s.dir, MasterName, master.port, MasterName)
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.args = []string{conf, "--sentinel"}
+	s.Restart()
+	t.Cleanup(s.Kill)
+	c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr()})
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		addr, err := c.GetMasterAddrByName(ctx, MasterName).Result()
+		cancel()
+		if err == nil && len(addr) == 2 && addr[1] == strconv.Itoa(master.port) {
+			return []string{s.Addr()}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the test Sentinel on %s does not name its master: %v %v", s.Addr(), addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
