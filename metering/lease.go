@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"sync"
@@ -225,31 +226,43 @@ func (ls *leases) expire() {
 	}
 }
 
-// giveBack returns what is held of ended leases (all leases when all is
-// set) in one pipeline. What could not be sent (Redis down) stays held,
+// giveBack returns what is held of ended leases (all leases when
+// everything is set) in one pipeline. What could not be sent (Redis down) stays held,
 // to be given back at the next turn.
-func (ls *leases) giveBack(all bool) error {
+func (ls *leases) giveBack(everything bool) error {
 	now := ls.now()
 	type back struct {
 		k leaseKey
 		l *lease
 		n int64
 	}
-	var backs []back
 	ls.mu.Lock()
-	for k, l := range ls.byKey {
-		l.mu.Lock()
+	all := make(map[leaseKey]*lease, len(ls.byKey))
+	maps.Copy(all, ls.byKey)
+	ls.mu.Unlock()
+	var backs []back
+	for k, l := range all {
+		// A lease whose lock is held is being spent or renewed: not idle.
+		// On close, wait for it.
+		if everything {
+			l.mu.Lock()
+		} else if !l.mu.TryLock() {
+			continue
+		}
 		switch {
-		case l.credits > 0 && (all || !now.Before(l.deadline)):
+		case l.credits > 0 && (everything || !now.Before(l.deadline)):
 			backs = append(backs, back{k, l, l.credits})
 			l.credits = 0
 		case l.credits == 0 && now.Sub(l.taken) > 4*ls.ttl:
 			l.gone = true
-			delete(ls.byKey, k)
+			ls.mu.Lock()
+			if ls.byKey[k] == l {
+				delete(ls.byKey, k)
+			}
+			ls.mu.Unlock()
 		}
 		l.mu.Unlock()
 	}
-	ls.mu.Unlock()
 	if len(backs) == 0 {
 		return nil
 	}
