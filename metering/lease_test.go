@@ -254,3 +254,62 @@ func waitUntil(t *testing.T, ok func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestLeaseComesBack: what an idle instance holds of a key goes back when
+// its lease's life ends, so another instance refused meanwhile spends the
+// key to its end.
+func TestLeaseComesBack(t *testing.T) {
+	ctx := context.Background()
+	url, prefix := testsvc.Redis(t)
+	s := sqliteStore(t)
+	id := newKey(t, s, "back", 100_000, 0)
+	item := []metering.Item{{Method: "getBlock", Cost: 100}}
+	var meters []*metering.Ledger
+	for range 2 {
+		opts, _ := redis.ParseURL(url)
+		rdb := redis.NewClient(opts)
+		c := metering.NewRedis(rdb, prefix, seeder(s)).WithLeases(400 * time.Millisecond)
+		m, err := metering.New(ctx, metering.Config{Counter: c, Store: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Close(); _ = c.Close(); _ = rdb.Close() })
+		meters = append(meters, m)
+	}
+	idle, busy := meters[0], meters[1]
+	if _, err := idle.Charge(ctx, id, item); err != nil {
+		t.Fatal(err)
+	}
+	spent := int64(100)
+	for {
+		_, err := busy.Charge(ctx, id, item)
+		if err != nil {
+			var q *portico.QuotaError
+			if !errors.As(err, &q) {
+				t.Fatal(err)
+			}
+			break
+		}
+		spent += 100
+	}
+	if spent == id.DailyCredits {
+		t.Fatal("the idle instance held nothing")
+	}
+	t.Logf("refused with %d of %d spent: the idle instance holds the rest", spent, id.DailyCredits)
+	waitUntil(t, func() bool {
+		_, err := busy.Charge(ctx, id, item)
+		if err == nil {
+			spent += 100
+		}
+		return err == nil
+	})
+	for {
+		if _, err := busy.Charge(ctx, id, item); err != nil {
+			break
+		}
+		spent += 100
+	}
+	if spent != id.DailyCredits {
+		t.Fatalf("spent %d of %d once the lease came back", spent, id.DailyCredits)
+	}
+}
