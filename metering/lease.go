@@ -21,8 +21,9 @@ import (
 //   - the balance is never overspent: every credit spent was first taken
 //     from the entry by one script that checks the balance;
 //   - a lease is sized from how fast this instance spent the key's last
-//     lease (it starts at leaseCalls calls and doubles while a lease lasts
-//     less than an eighth of the lease's life), and never more than a
+//     lease (it starts at leaseCalls calls, doubles while a lease lasts
+//     less than an eighth of the lease's life and halves, down to one
+//     call, while one lasts more than half of it), and never more than a
 //     sixteenth of what the key has left (leaseShare), so a key near the
 //     end of its balance gets leases of one call: exact, call by call;
 //   - an instance that cannot take what a call needs gives back what it
@@ -145,7 +146,10 @@ func (ls *leases) reserve(ctx context.Context, keyID int64, day string, cost, li
 	} else if lasted > ls.ttl/2 {
 		l.size /= 2
 	}
-	l.size = max(l.size, leaseCalls*cost)
+	// A key quiet on this instance comes down to leases of one call:
+	// nothing left over to give back, one script per call as without
+	// leases.
+	l.size = max(l.size, cost)
 	key := ls.r.spendKey(keyID, day)
 	for range 3 {
 		res, err := ls.r.run(ctx, leaseScript, key, l.credits, cost, l.size, limit)
