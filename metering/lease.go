@@ -2,12 +2,15 @@ package metering
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,9 +40,11 @@ import (
 //   - the journal and the usage history record what was spent, call by
 //     call, never what was leased.
 type leases struct {
-	r   *Redis
-	ttl time.Duration
-	now func() time.Time
+	r    *Redis
+	ttl  time.Duration
+	now  func() time.Time
+	inst string       // this counter's name in the op records
+	seq  atomic.Int64 // ops sent, in order: their numbers
 
 	mu    sync.Mutex
 	byKey map[leaseKey]*lease
@@ -75,6 +80,17 @@ type lease struct {
 	taken    time.Time // when the latest lease was taken
 	deadline time.Time // when what is left of it goes back
 	used     int64     // the entry after the latest lease: spent and held everywhere
+	limit    int64     // the balance the latest lease was taken under
+	// pending is an op whose answer was lost (or not yet come): it is
+	// sent again, with its token, before any other, so that Redis
+	// applies it exactly once.
+	pending *leaseOp
+}
+
+// leaseOp is one run of leaseScript: give back held, take at least cost
+// (want if it may), within limit. seq makes it idempotent.
+type leaseOp struct {
+	seq, held, cost, want, limit int64
 }
 
 // leaseScript gives back what the instance holds (ARGV[1]) and takes a
@@ -82,20 +98,38 @@ type lease struct {
 // (ARGV[3]) if a sixteenth of what is left allows, within the balance
 // (ARGV[4]). It returns {-1, 0, 0} when the entry is missing, {0, used,
 // 0} when not even the cost fits (what was held is given back), {1,
-// used, taken} after taking.
+// used, taken} after taking. A give-back alone is the op with cost and
+// want 0.
+//
+// KEYS[2] records the instance's latest op on the key and day, by its
+// number (ARGV[5], rising): an op sent again after its answer was lost
+// returns what it did the first time instead of doing it twice, and a
+// late copy of an op older than the latest is not done at all ({-2, 0,
+// 0}).
 var leaseScript = redis.NewScript(`
+local seq = tonumber(ARGV[5])
+local rec = redis.call('GET', KEYS[2])
+if rec then
+  local t, a, b, c = string.match(rec, '^(%S+) (%S+) (%S+) (%S+)$')
+  t = tonumber(t)
+  if t == seq then return {tonumber(a), tonumber(b), tonumber(c)} end
+  if t > seq then return {-2, 0, 0} end
+end
 local used = redis.call('GET', KEYS[1])
 if not used then return {-1, 0, 0} end
 local held, cost, want, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 used = tonumber(used) - held
 local avail = limit - used
+local ok, take = 1, 0
 if avail < cost then
+  ok = 0
   if held ~= 0 then redis.call('DECRBY', KEYS[1], string.format('%d', held)) end
-  return {0, used, 0}
+else
+  take = math.max(cost, math.min(want, math.floor(avail / ` + strconv.Itoa(leaseShare) + `)))
+  redis.call('INCRBY', KEYS[1], string.format('%d', take - held))
 end
-local take = math.max(cost, math.min(want, math.floor(avail / ` + strconv.Itoa(leaseShare) + `)))
-redis.call('INCRBY', KEYS[1], string.format('%d', take - held))
-return {1, used + take, take}
+redis.call('SET', KEYS[2], string.format('%d %d %d %d', seq, ok, used + take, take), 'EX', 172800)
+return {ok, used + take, take}
 `)
 
 // WithLeases turns leases on, each living ttl (DefaultLeaseTTL when 0),
@@ -104,7 +138,9 @@ func (r *Redis) WithLeases(ttl time.Duration) *Redis {
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
-	r.leases = &leases{r: r, ttl: ttl, now: time.Now, byKey: map[leaseKey]*lease{},
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	r.leases = &leases{r: r, ttl: ttl, now: time.Now, inst: hex.EncodeToString(b[:]), byKey: map[leaseKey]*lease{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go r.leases.expire()
 	return r
@@ -132,9 +168,17 @@ func (ls *leases) get(k leaseKey) *lease {
 // the lease is short, past its life, or the balance (limit) is lower than
 // what the lease was taken under.
 func (ls *leases) reserve(ctx context.Context, keyID int64, day string, cost, limit int64) (int64, bool, error) {
-	l := ls.get(leaseKey{keyID, day})
+	k := leaseKey{keyID, day}
+	l := ls.get(k)
 	defer l.mu.Unlock()
 	now := ls.now()
+	if l.pending != nil {
+		res, err := ls.send(ctx, k, l.pending)
+		if err != nil {
+			return 0, false, fmt.Errorf("metering: redis: %w", err)
+		}
+		ls.settle(l, res, 0, now) // the call it was for was refused: it holds all it took
+	}
 	if l.credits >= cost && now.Before(l.deadline) && l.used <= limit {
 		l.credits -= cost
 		return l.used - l.credits, true, nil
@@ -150,34 +194,70 @@ func (ls *leases) reserve(ctx context.Context, keyID int64, day string, cost, li
 	// nothing left over to give back, one script per call as without
 	// leases.
 	l.size = max(l.size, cost)
-	key := ls.r.spendKey(keyID, day)
 	for range 3 {
-		res, err := ls.r.run(ctx, leaseScript, key, l.credits, cost, l.size, limit)
+		op := ls.op(l, cost, l.size, limit)
+		res, err := ls.send(ctx, k, op)
 		if err != nil {
 			if !notSent(err) {
-				// The script may have run and taken back what this
-				// instance held: spending it now could overspend.
-				l.credits = 0
+				// The script may have run, or may yet: it is sent again
+				// before anything else, and what was held is frozen
+				// until then.
+				l.pending, l.credits = op, 0
 			}
 			return 0, false, fmt.Errorf("metering: redis: %w", err)
 		}
 		switch res[0] {
-		case 1:
-			l.used, l.credits = res[1], res[2]-cost
-			l.taken, l.deadline = now, now.Add(ls.ttl)
-			return l.used - l.credits, true, nil
-		case 0:
-			l.used, l.credits = res[1], 0
-			return l.used, false, nil
+		case 0, 1:
+			ok := ls.settle(l, res, cost, now)
+			return l.used - l.credits, ok, nil
+		case -2: // cannot be: this op is the newest
+			l.credits = 0
+			return 0, false, errors.New("metering: redis: a lease op was overtaken")
 		}
 		// The entry is gone (Redis lost its data): what this instance
 		// held is not in the entry seeded again, so it is dropped here.
 		l.credits = 0
-		if err := ls.r.ensure(ctx, key, keyID, day); err != nil {
+		if err := ls.r.ensure(ctx, ls.r.spendKey(keyID, day), keyID, day); err != nil {
 			return 0, false, err
 		}
 	}
-	return 0, false, fmt.Errorf("metering: redis: entry %s keeps disappearing", key)
+	return 0, false, fmt.Errorf("metering: redis: entry %s keeps disappearing", ls.r.spendKey(keyID, day))
+}
+
+// op makes l's next op (l locked), giving back what it holds.
+func (ls *leases) op(l *lease, cost, want, limit int64) *leaseOp {
+	l.limit = limit
+	return &leaseOp{seq: ls.seq.Add(1), held: l.credits, cost: cost, want: want, limit: limit}
+}
+
+// send runs op on the key's entry and the instance's op record.
+func (ls *leases) send(ctx context.Context, k leaseKey, op *leaseOp) ([]int64, error) {
+	return ls.r.run(ctx, leaseScript, ls.keys(k), op.held, op.cost, op.want, op.limit, op.seq)
+}
+
+// keys are the entry and the op record of k, in one slot.
+func (ls *leases) keys(k leaseKey) []string {
+	return []string{ls.r.spendKey(k.keyID, k.day), ls.r.prefix + KeyTag(k.keyID) + ":lease:" + ls.inst + ":" + k.day}
+}
+
+// settle applies an op's answer to l (locked): what it took, less spent
+// (what the call it was for costs), is held. It reports whether the op
+// took anything.
+func (ls *leases) settle(l *lease, res []int64, spent int64, now time.Time) bool {
+	l.pending = nil
+	switch res[0] {
+	case 1:
+		l.used, l.credits = res[1], res[2]-spent
+		if res[2] > 0 {
+			l.taken, l.deadline = now, now.Add(ls.ttl)
+		}
+		return true
+	case 0:
+		l.used, l.credits = res[1], 0
+	default: // the entry is gone (nothing held is in it), or the op was overtaken
+		l.credits = 0
+	}
+	return false
 }
 
 // refund puts cost back into the key's lease on day, if this instance
@@ -231,14 +311,15 @@ func (ls *leases) expire() {
 }
 
 // giveBack returns what is held of ended leases (all leases when
-// everything is set) in one pipeline. What could not be sent (Redis down) stays held,
-// to be given back at the next turn.
+// everything is set), and sends again the ops whose answers were lost, in
+// one pipeline. An op that fails stays pending, to be sent again at the
+// next turn or before the lease's next op.
 func (ls *leases) giveBack(everything bool) error {
 	now := ls.now()
 	type back struct {
-		k leaseKey
-		l *lease
-		n int64
+		k  leaseKey
+		l  *lease
+		op *leaseOp
 	}
 	ls.mu.Lock()
 	all := make(map[leaseKey]*lease, len(ls.byKey))
@@ -254,9 +335,12 @@ func (ls *leases) giveBack(everything bool) error {
 			continue
 		}
 		switch {
+		case l.pending != nil:
+			backs = append(backs, back{k, l, l.pending})
 		case l.credits > 0 && (everything || !now.Before(l.deadline)):
-			backs = append(backs, back{k, l, l.credits})
-			l.credits = 0
+			op := ls.op(l, 0, 0, l.limit)
+			l.pending, l.credits = op, 0
+			backs = append(backs, back{k, l, op})
 		case l.credits == 0 && now.Sub(l.taken) > 4*ls.ttl:
 			l.gone = true
 			ls.mu.Lock()
@@ -275,25 +359,21 @@ func (ls *leases) giveBack(everything bool) error {
 	pipe := ls.r.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(backs))
 	for i, b := range backs {
-		cmds[i] = refundScript.Eval(ctx, pipe, []string{ls.r.spendKey(b.k.keyID, b.k.day)}, b.n)
+		cmds[i] = leaseScript.Eval(ctx, pipe, ls.keys(b.k), b.op.held, b.op.cost, b.op.want, b.op.limit, b.op.seq)
 	}
 	_, _ = pipe.Exec(ctx)
 	var errs []error
 	for i, b := range backs {
-		err := cmds[i].Err()
-		if err == nil {
+		res, err := cmds[i].Int64Slice()
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		errs = append(errs, err)
-		if notSent(err) {
-			// Redis never saw it: held still, given back at the next turn.
-			b.l.mu.Lock()
-			b.l.credits += b.n
-			b.l.mu.Unlock()
+		b.l.mu.Lock()
+		if b.l.pending == b.op {
+			ls.settle(b.l, res, 0, now)
 		}
-		// Else Redis may have applied it before the answer was lost:
-		// giving it back again could overspend, so the credits stay
-		// counted as spent (as an instance killed holding them).
+		b.l.mu.Unlock()
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("metering: redis: giving back leases: %w", errors.Join(errs...))

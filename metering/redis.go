@@ -48,7 +48,7 @@ type Redis struct {
 // scriptReq is one script run waiting for the pipeline.
 type scriptReq struct {
 	script *redis.Script
-	key    string
+	keys   []string
 	args   []any
 	res    []int64
 	err    error
@@ -133,7 +133,7 @@ func (r *Redis) pipeline() {
 		pipe := r.rdb.Pipeline()
 		cmds := make([]*redis.Cmd, len(batch))
 		for i, q := range batch {
-			cmds[i] = q.script.EvalSha(ctx, pipe, []string{q.key}, q.args...)
+			cmds[i] = q.script.EvalSha(ctx, pipe, q.keys, q.args...)
 		}
 		_, _ = pipe.Exec(ctx) // errors are per command
 		cancel()
@@ -144,10 +144,11 @@ func (r *Redis) pipeline() {
 	}
 }
 
-// run runs script on key, pipelined with concurrent ones.
-func (r *Redis) run(ctx context.Context, script *redis.Script, key string, args ...any) ([]int64, error) {
+// run runs script on keys (all in one slot), pipelined with concurrent
+// ones.
+func (r *Redis) run(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
 	r.startOnce.Do(func() { go r.pipeline() })
-	q := &scriptReq{script: script, key: key, args: args, done: make(chan struct{})}
+	q := &scriptReq{script: script, keys: keys, args: args, done: make(chan struct{})}
 	select {
 	case r.reqs <- q:
 	case <-r.stop:
@@ -168,7 +169,7 @@ func (r *Redis) run(ctx context.Context, script *redis.Script, key string, args 
 	if q.err != nil && redis.HasErrorPrefix(q.err, "NOSCRIPT") {
 		// The server (or this shard) lost its script cache: send it once
 		// in full.
-		return script.Run(ctx, r.rdb, []string{key}, args...).Int64Slice()
+		return script.Run(ctx, r.rdb, keys, args...).Int64Slice()
 	}
 	return q.res, q.err
 }
@@ -218,7 +219,7 @@ func (r *Redis) Reserve(ctx context.Context, keyID int64, day string, cost, limi
 	}
 	key := r.spendKey(keyID, day)
 	for range 3 {
-		res, err := r.run(ctx, reserveScript, key, cost, limit)
+		res, err := r.run(ctx, reserveScript, []string{key}, cost, limit)
 		if err != nil {
 			return 0, false, fmt.Errorf("metering: redis: %w", err)
 		}
