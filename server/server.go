@@ -96,6 +96,9 @@ type Server struct {
 	// opened at start or by a reload; a reload never closes one.
 	ownListeners map[string]string
 	gw           *gateway.Gateway
+	// bounds holds keys' bounds across instances (metering.redis); nil
+	// keeps them in the gateway's process.
+	bounds metering.Bounds
 	cache        *network.Cache
 	servers      []*fasthttp.Server
 	// listeners are closed after Shutdown too: a server whose Serve had
@@ -315,6 +318,7 @@ func (m *Server) newGateway(nets []*gateway.Network) {
 		Keys:             store.NewAuthenticator(m.Store, cfg.Store.KeyCacheTTL),
 		KeyTTL:           cfg.Store.KeyCacheTTL,
 		Meter:            gwMeter,
+		Bounds:           m.bounds,
 		Networks:         nets,
 		CacheHitDiscount: cfg.Cache.HitDiscountPercent,
 		Logger:           m.log,

@@ -195,6 +195,10 @@ func (m *Server) newMeter(ctx context.Context, s *store.Store) (*metering.Ledger
 		rc := metering.NewRedis(rdb, cfg.Metering.RedisPrefix, s.Spent)
 		m.closers = append(m.closers, rc)
 		counter = rc
+		sb := metering.NewSharedBounds(rdb, metering.SharedBoundsConfig{Prefix: cfg.Metering.RedisPrefix,
+			Refuse: cfg.Metering.RedisUnreachable == config.RedisRefuse, Logger: m.log})
+		m.closers = append(m.closers, sb) // closed before the client
+		m.bounds = sb
 	}
 	mc := metering.Config{Counter: counter, Store: s, FlushInterval: cfg.Metering.FlushInterval, Logger: m.log}
 	if cfg.DataDir != "" {
