@@ -183,8 +183,8 @@ func testSharedBounds(t *testing.T, dial boundsDial, prefix string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Three leases later the slot still counts.
-		deadline := time.Now().Add(9 * time.Second)
+		// Two leases later the slot still counts.
+		deadline := time.Now().Add(7 * time.Second)
 		for time.Now().Before(deadline) {
 			if _, err := bs[1].Hold(ctx, metering.Subscriptions, id, 1); err == nil {
 				t.Fatal("a live instance's subscription was not renewed")

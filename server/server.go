@@ -98,9 +98,9 @@ type Server struct {
 	gw           *gateway.Gateway
 	// bounds holds keys' bounds across instances (metering.redis); nil
 	// keeps them in the gateway's process.
-	bounds metering.Bounds
-	cache        *network.Cache
-	servers      []*fasthttp.Server
+	bounds  metering.Bounds
+	cache   *network.Cache
+	servers []*fasthttp.Server
 	// listeners are closed after Shutdown too: a server whose Serve had
 	// not started yet when Shutdown ran would otherwise accept forever.
 	listeners []net.Listener
