@@ -198,7 +198,7 @@ func (m *Server) newMeter(ctx context.Context, s *store.Store) (*metering.Ledger
 		sb := metering.NewSharedBounds(rdb, metering.SharedBoundsConfig{Prefix: cfg.Metering.RedisPrefix,
 			Refuse: cfg.Metering.RedisUnreachable == config.RedisRefuse, Logger: m.log})
 		m.closers = append(m.closers, sb) // closed before the client
-		m.bounds = sb
+		m.Bounds = sb
 	}
 	mc := metering.Config{Counter: counter, Store: s, FlushInterval: cfg.Metering.FlushInterval, Logger: m.log}
 	if cfg.DataDir != "" {
