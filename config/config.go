@@ -164,6 +164,11 @@ type Metering struct {
 	// is left of a block after this long. 0 turns leases off: one Redis
 	// script per charge (docs/metering.md, "Leases").
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// RedisUnreachable says how keys' bounds on calls, connections and
+	// subscriptions hold while Redis does not answer: RedisPerInstance
+	// (the default: each instance bounds them on its own) or
+	// RedisRefuse (the calls of keys with bounds are refused).
+	RedisUnreachable string `yaml:"redis_unreachable"`
 	// FlushInterval is how often usage reaches the store.
 	FlushInterval time.Duration `yaml:"flush_interval"`
 	// DefaultDailyCredits is the balance of new keys that name none.
@@ -172,6 +177,12 @@ type Metering struct {
 	// empty derives a stable name kept in the data directory.
 	Instance string `yaml:"instance"`
 }
+
+// Values of Metering.RedisUnreachable.
+const (
+	RedisPerInstance = "per_instance"
+	RedisRefuse      = "refuse"
+)
 
 // Admin configures the admin HTTP API on the shared listener (/admin/v1/).
 type Admin struct {
@@ -397,7 +408,7 @@ func DefaultConfig() Config {
 		Cache:    Cache{MaxBytes: 64 << 20, RedisPrefix: "portico:cache:", RedisTTL: 24 * time.Hour, RedisMaxEntryBytes: 1 << 20},
 		Log:      Log{Level: "info", Format: "text", AccessSample: 1},
 		Store:    Store{KeyCacheTTL: 5 * time.Second},
-		Metering: Metering{FlushInterval: time.Second, DefaultDailyCredits: 3_000_000, RedisPrefix: "portico:", LeaseTTL: 2 * time.Second},
+		Metering: Metering{FlushInterval: time.Second, DefaultDailyCredits: 3_000_000, RedisPrefix: "portico:", LeaseTTL: 2 * time.Second, RedisUnreachable: RedisPerInstance},
 	}
 }
 
@@ -530,6 +541,12 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Metering.checkRedis(); err != nil {
 		return err
+	}
+	if u := c.Metering.RedisUnreachable; u != RedisPerInstance && u != RedisRefuse {
+		return fmt.Errorf("config: metering.redis_unreachable: want %s or %s, not %q", RedisPerInstance, RedisRefuse, u)
+	}
+	if strings.Contains(c.Metering.RedisPrefix, "{") {
+		return errors.New("config: metering.redis_prefix: must not hold '{' (each key's Redis keys carry a hash tag of their own)")
 	}
 	if u := c.Cache.Redis; u != "" && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") && !strings.HasPrefix(u, "unix://") {
 		return errors.New("config: cache.redis: want a redis://, rediss:// or unix:// URL")

@@ -77,6 +77,10 @@ type Config struct {
 	CacheHitDiscount int
 	// Meter charges accepted calls; nil turns metering off.
 	Meter Meter
+	// Bounds holds each key to its bounds on calls in flight and per
+	// second, WebSocket connections and subscriptions: across instances
+	// (metering.SharedBounds) or, when nil, in this process.
+	Bounds metering.Bounds
 	// Logger receives access and error logs; keys never reach it.
 	Logger *slog.Logger
 	// AccessLog, when set, logs a line per call to Logger at info level.
@@ -103,19 +107,18 @@ type Gateway struct {
 	// serverLimits are those NewServer builds into a server; a reload
 	// keeps them.
 	serverLimits Limits
-	subsMu       sync.Mutex
-	perKey       map[string]int // subscriptions per key name, over every network
 	meter        Meter
 	log          *slog.Logger
 	obs          observer
 	slots        slots                  // open TCP connections over all listeners, per client
 	conns        jsonrpc.Conns[*socket] // open WebSockets, with their network and key
-	wsKeys       addrCounts[string]     // WebSocket connections per key name
 	mem          *membudget.Budget      // the process's memory budget
 	keyMem       *membudget.Keys        // each key's, under mem
 	tokens       tokenCache             // JWTs that passed, until they expire
-	calls        metering.Calls         // calls in flight and per second, per limited key
-	mcp          *mcp.Server            // the MCP endpoint (inproc.go)
+	// bounds holds keys to their calls in flight and per second,
+	// WebSocket connections and subscriptions.
+	bounds metering.Bounds
+	mcp    *mcp.Server // the MCP endpoint (inproc.go)
 
 	mu      sync.Mutex
 	wsKeyOf map[string]*wsKey // the keys of open sockets, by the key itself
@@ -133,12 +136,15 @@ func New(cfg Config) *Gateway {
 	g := &Gateway{
 		keys:         cfg.Keys,
 		serverLimits: ServerLimits(cfg.Limits),
-		perKey:       map[string]int{},
 		meter:        cfg.Meter,
 		log:          cfg.Logger,
 		wsKeyOf:      map[string]*wsKey{},
 		tokens:       newTokenCache(),
 		keyTTL:       cfg.KeyTTL,
+		bounds:       cfg.Bounds,
+	}
+	if g.bounds == nil {
+		g.bounds = &metering.Calls{}
 	}
 	if g.keyTTL <= 0 {
 		g.keyTTL = DefaultKeyTTL

@@ -124,7 +124,7 @@ func (p *pipeline) admit() {
 	if r == nil || !r.Limited() {
 		return
 	}
-	release, err := p.g.calls.Take(p.rq.id.Name, r, len(p.calls), time.Now())
+	release, err := p.g.bounds.Calls(p.ctx, p.rq.id, len(p.calls))
 	if err != nil {
 		p.refused = err
 		for i := range p.outs {

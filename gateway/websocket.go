@@ -16,6 +16,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metering/membudget"
 )
 
@@ -148,12 +149,12 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 	start := time.Now()
 	lim := &rq.st.limits
 	max := int64(lim.MaxWSConnections)
-	var refused *portico.LimitError
+	var refused error
+	var keySlot func()
 	if !g.conns.Reserve(int(max)) {
 		refused = &portico.LimitError{Limit: portico.LimitConnections, Max: max}
-	} else if !g.wsKeys.take(rq.id.Name, lim.MaxWSConnectionsPerKey) {
+	} else if keySlot, refused = g.bounds.Hold(r.Context(), metering.WebSockets, rq.id, lim.MaxWSConnectionsPerKey); refused != nil {
 		g.conns.Release()
-		refused = &portico.LimitError{Limit: portico.LimitWSPerKey, Max: int64(lim.MaxWSConnectionsPerKey)}
 	}
 	if refused != nil {
 		e, status, _ := jsonrpc.ErrorFor(refused)
@@ -163,13 +164,13 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(status)
 		_, _ = w.Write(body)
-		g.log.Warn("websocket refused", "status", status, "reason", refused.Limit, "path", redactPath(r.URL.Path), "key", rq.id.Name, "took", time.Since(start))
+		g.log.Warn("websocket refused", "status", status, "reason", e.Message, "path", redactPath(r.URL.Path), "key", rq.id.Name, "took", time.Since(start))
 		return nil
 	}
 	// What the connection's closures keep for its life is named here, so
 	// that they hold these and not the whole request (an idle subscriber
 	// holds little: docs/benchmarks.md, issue 17).
-	keyName, name := rq.id.Name, rq.net.Name
+	name := rq.net.Name
 	// The WebSocket's slots are given back when it ends, which may be
 	// before its socket closes: a client cut off while a message to it
 	// is blocked keeps its socket until it has read its close frame
@@ -178,7 +179,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 	release := func() {
 		released.Do(func() {
 			g.conns.Release()
-			g.wsKeys.release(keyName)
+			keySlot()
 		})
 	}
 

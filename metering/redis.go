@@ -174,7 +174,9 @@ func (r *Redis) run(ctx context.Context, script *redis.Script, keys []string, ar
 	return q.res, q.err
 }
 
-var errClosed = errors.New("metering: redis counter closed")
+// errClosed answers what is asked of Redis after Close (the counter's
+// or the shared bounds').
+var errClosed = errors.New("metering: redis closed")
 
 // spendKey is the key's entry for day. The hash tag {k:<id>} puts every
 // entry of one API key in one Cluster slot; other parts of Portico that

@@ -220,6 +220,10 @@ func (m *Server) newMeter(ctx context.Context, s *store.Store) (*metering.Ledger
 		}
 		m.closers = append(m.closers, rc) // closed before the client: gives the leases back
 		counter = rc
+		sb := metering.NewSharedBounds(rdb, metering.SharedBoundsConfig{Prefix: cfg.Metering.RedisPrefix,
+			Refuse: cfg.Metering.RedisUnreachable == config.RedisRefuse, Logger: m.log})
+		m.closers = append(m.closers, sb) // closed before the client
+		m.Bounds = sb
 	}
 	mc := metering.Config{Counter: counter, Store: s, FlushInterval: cfg.Metering.FlushInterval, Logger: m.log}
 	if cfg.DataDir != "" {
