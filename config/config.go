@@ -145,8 +145,30 @@ type Metering struct {
 	// Redis is a redis:// URL that instances share balances and rate
 	// limits through. Empty keeps them in this process.
 	Redis string `yaml:"redis"`
+	// RedisAddrs, instead of Redis, names several Redis servers (host:port):
+	// nodes of a Redis Cluster (some of them; the rest are found), or,
+	// with RedisMasterName, the Sentinels that watch the master.
+	RedisAddrs []string `yaml:"redis_addrs"`
+	// RedisMasterName is the name of the master the Sentinels in
+	// RedisAddrs watch (Sentinel); empty means RedisAddrs is a Cluster.
+	RedisMasterName string `yaml:"redis_master_name"`
+	// RedisUsername, RedisPassword and RedisTLS are what the servers of
+	// RedisAddrs are reached with (a Redis URL carries its own).
+	RedisUsername string `yaml:"redis_username"`
+	RedisPassword string `yaml:"redis_password"`
+	RedisTLS      bool   `yaml:"redis_tls"`
 	// RedisPrefix starts every Redis key Portico writes.
 	RedisPrefix string `yaml:"redis_prefix"`
+	// LeaseTTL is the life of a lease: with Redis, each instance takes a
+	// key's credits in blocks it spends in process, and gives back what
+	// is left of a block after this long. 0 turns leases off: one Redis
+	// script per charge (docs/metering.md, "Leases").
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// RedisUnreachable says how keys' bounds on calls, connections and
+	// subscriptions hold while Redis does not answer: RedisPerInstance
+	// (the default: each instance bounds them on its own) or
+	// RedisRefuse (the calls of keys with bounds are refused).
+	RedisUnreachable string `yaml:"redis_unreachable"`
 	// FlushInterval is how often usage reaches the store.
 	FlushInterval time.Duration `yaml:"flush_interval"`
 	// DefaultDailyCredits is the balance of new keys that name none.
@@ -155,6 +177,12 @@ type Metering struct {
 	// empty derives a stable name kept in the data directory.
 	Instance string `yaml:"instance"`
 }
+
+// Values of Metering.RedisUnreachable.
+const (
+	RedisPerInstance = "per_instance"
+	RedisRefuse      = "refuse"
+)
 
 // Admin configures the admin HTTP API on the shared listener (/admin/v1/).
 type Admin struct {
@@ -380,7 +408,7 @@ func DefaultConfig() Config {
 		Cache:    Cache{MaxBytes: 64 << 20, RedisPrefix: "portico:cache:", RedisTTL: 24 * time.Hour, RedisMaxEntryBytes: 1 << 20},
 		Log:      Log{Level: "info", Format: "text", AccessSample: 1},
 		Store:    Store{KeyCacheTTL: 5 * time.Second},
-		Metering: Metering{FlushInterval: time.Second, DefaultDailyCredits: 3_000_000, RedisPrefix: "portico:"},
+		Metering: Metering{FlushInterval: time.Second, DefaultDailyCredits: 3_000_000, RedisPrefix: "portico:", LeaseTTL: 2 * time.Second, RedisUnreachable: RedisPerInstance},
 	}
 }
 
@@ -510,6 +538,15 @@ func (c *Config) Validate() error {
 	}
 	if u := c.Metering.Redis; u != "" && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") && !strings.HasPrefix(u, "unix://") {
 		return errors.New("config: metering.redis: want a redis://, rediss:// or unix:// URL")
+	}
+	if err := c.Metering.checkRedis(); err != nil {
+		return err
+	}
+	if u := c.Metering.RedisUnreachable; u != RedisPerInstance && u != RedisRefuse {
+		return fmt.Errorf("config: metering.redis_unreachable: want %s or %s, not %q", RedisPerInstance, RedisRefuse, u)
+	}
+	if strings.Contains(c.Metering.RedisPrefix, "{") {
+		return errors.New("config: metering.redis_prefix: must not hold '{' (each key's Redis keys carry a hash tag of their own)")
 	}
 	if u := c.Cache.Redis; u != "" && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") && !strings.HasPrefix(u, "unix://") {
 		return errors.New("config: cache.redis: want a redis://, rediss:// or unix:// URL")
@@ -757,4 +794,25 @@ func keyError(field string, err error) error {
 		return fmt.Errorf("config: %s.%s: %s", field, se.Field, se.Reason)
 	}
 	return err
+}
+
+// SharedRedis reports whether instances share balances through Redis.
+func (m *Metering) SharedRedis() bool { return m.Redis != "" || len(m.RedisAddrs) > 0 }
+
+// checkRedis checks the Redis fields of metering.
+func (m *Metering) checkRedis() error {
+	switch {
+	case m.Redis != "" && len(m.RedisAddrs) > 0:
+		return errors.New("config: metering.redis_addrs: set redis or redis_addrs, not both")
+	case m.RedisMasterName != "" && len(m.RedisAddrs) == 0:
+		return errors.New("config: metering.redis_master_name: needs the Sentinels in redis_addrs")
+	case m.LeaseTTL < 0 || m.LeaseTTL > 0 && m.LeaseTTL < 100*time.Millisecond:
+		return errors.New("config: metering.lease_ttl: 0 (no leases) or at least 100ms")
+	}
+	for i, a := range m.RedisAddrs {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return fmt.Errorf("config: metering.redis_addrs[%d]: want host:port", i)
+		}
+	}
+	return nil
 }

@@ -267,6 +267,54 @@ config:
 				}
 			},
 		},
+		{
+			name: "three replicas on a Redis Cluster, and on Sentinel",
+			overrides: `
+replicaCount: 3
+postgres: {url: "postgres://portico:pw@pg:5432/portico"}
+redis:
+  addrs: [redis-0.redis:6379, redis-1.redis:6379, redis-2.redis:6379]
+  passwordSecret: {name: redis-auth, key: password}
+  tls: true
+  leaseTTL: 3s
+config:
+  networks:
+    - {name: eth-mainnet, family: evm, upstreams: [{url: "https://a.example/"}]}
+`,
+			check: func(t *testing.T, r *rendered) {
+				env := envOf(r.deployment)
+				if e, ok := env["PORTICO_REDIS_PASSWORD"]; !ok || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef.Name != "redis-auth" {
+					t.Errorf("PORTICO_REDIS_PASSWORD is not taken from Secret redis-auth: %+v", e)
+				}
+				cfg := r.configMap.Data["portico.yaml"]
+				for _, want := range []string{"redis_addrs:", "- redis-0.redis:6379", "redis_password: ${PORTICO_REDIS_PASSWORD}", "redis_tls: true", "lease_ttl: 3s"} {
+					if !strings.Contains(cfg, want) {
+						t.Errorf("portico.yaml lacks %q:\n%s", want, cfg)
+					}
+				}
+				if strings.Contains(cfg, "redis_master_name") || strings.Contains(cfg, "cache:") {
+					t.Errorf("portico.yaml names a Sentinel master or a cache Redis:\n%s", cfg)
+				}
+			},
+		},
+		{
+			name: "Sentinel",
+			overrides: `
+redis: {addrs: ["sentinel-0:26379", "sentinel-1:26379"], masterName: mymaster, password: pw}
+`,
+			check: func(t *testing.T, r *rendered) {
+				cfg := r.configMap.Data["portico.yaml"]
+				for _, want := range []string{"redis_master_name: mymaster", "- sentinel-1:26379", "redis_password: ${PORTICO_REDIS_PASSWORD}"} {
+					if !strings.Contains(cfg, want) {
+						t.Errorf("portico.yaml lacks %q:\n%s", want, cfg)
+					}
+				}
+				if r.secret == nil || r.secret.StringData["redis-password"] != "pw" {
+					t.Errorf("the chart's Secret lacks redis-password: %+v", r.secret)
+				}
+			},
+		},
+		{name: "redis url and addrs", overrides: "redis: {url: redis://r:6379/0, addrs: [a:6379]}", wantErr: "redis: set url (one server) or addrs"},
 		{name: "three replicas without PostgreSQL", overrides: "replicaCount: 3\nredis: {url: redis://r:6379/0}\nconfig: {networks: [{name: e, family: evm, upstreams: [{url: 'https://a.example/'}]}]}", wantErr: "postgres: more than one replica needs PostgreSQL"},
 		{name: "three replicas without Redis", overrides: "replicaCount: 3\npostgres: {url: postgres://p/x}\nconfig: {networks: [{name: e, family: evm, upstreams: [{url: 'https://a.example/'}]}]}", wantErr: "redis: more than one replica needs Redis"},
 		{name: "autoscaling on devnets", overrides: "autoscaling: {enabled: true}\npostgres: {url: postgres://p/x}\nredis: {url: redis://r:6379/0}", wantErr: "config.networks: more than one replica"},

@@ -93,14 +93,10 @@ func batchRefusal(err error, lim *Limits) error {
 // subscribe serves a subscribe call within the key's bound on
 // subscriptions over every network.
 func (g *Gateway) subscribe(ctx context.Context, rq request, p *prepared) outcome {
-	key := rq.id.Name
-	g.subsMu.Lock()
-	if max := rq.st.limits.MaxSubscriptionsPerKey; max > 0 && g.perKey[key] >= max {
-		g.subsMu.Unlock()
-		return outcome{Err: &portico.LimitError{Limit: portico.LimitKeySubscriptions, Max: int64(max)}}
+	release, err := g.bounds.Hold(ctx, metering.Subscriptions, rq.id, rq.st.limits.MaxSubscriptionsPerKey)
+	if err != nil {
+		return outcome{Err: err}
 	}
-	g.perKey[key]++
-	g.subsMu.Unlock()
 	// An open subscription keeps its network.Network in use: a reload
 	// that replaces it retires it only once the subscription ends.
 	use := rq.net.use
@@ -112,11 +108,7 @@ func (g *Gateway) subscribe(ctx context.Context, rq request, p *prepared) outcom
 		sp.Resume = &r
 	}
 	return rq.net.Served.Subscribe(ctx, p.sub, sp, rq.id, func() {
-		g.subsMu.Lock()
-		if g.perKey[key]--; g.perKey[key] <= 0 {
-			delete(g.perKey, key)
-		}
-		g.subsMu.Unlock()
+		release()
 		use.release()
 	})
 }

@@ -77,6 +77,10 @@ type Config struct {
 	CacheHitDiscount int
 	// Meter charges accepted calls; nil turns metering off.
 	Meter Meter
+	// Bounds holds each key to its bounds on calls in flight and per
+	// second, WebSocket connections and subscriptions: across instances
+	// (metering.SharedBounds) or, when nil, in this process.
+	Bounds metering.Bounds
 	// Logger receives access and error logs; keys never reach it.
 	Logger *slog.Logger
 	// AccessLog, when set, logs a line per call to Logger at info level.
@@ -103,25 +107,22 @@ type Gateway struct {
 	// serverLimits are those NewServer builds into a server; a reload
 	// keeps them.
 	serverLimits Limits
-	subsMu       sync.Mutex
-	perKey       map[string]int // subscriptions per key name, over every network
 	meter        Meter
 	log          *slog.Logger
 	obs          observer
-	slots        slots // open TCP connections over all listeners, per client
-	wsConns      atomic.Int64
-	wsKeys       addrCounts[string] // WebSocket connections per key name
-	mem          *membudget.Budget  // the process's memory budget
-	keyMem       *membudget.Keys    // each key's, under mem
-	tokens       tokenCache         // JWTs that passed, until they expire
-	calls        metering.Calls     // calls in flight and per second, per limited key
-	mcp          *mcp.Server        // the MCP endpoint (inproc.go)
+	slots        slots                  // open TCP connections over all listeners, per client
+	conns        jsonrpc.Conns[*socket] // open WebSockets, with their network and key
+	mem          *membudget.Budget      // the process's memory budget
+	keyMem       *membudget.Keys        // each key's, under mem
+	tokens       tokenCache             // JWTs that passed, until they expire
+	// bounds holds keys to their calls in flight and per second,
+	// WebSocket connections and subscriptions.
+	bounds metering.Bounds
+	mcp    *mcp.Server // the MCP endpoint (inproc.go)
 
 	mu      sync.Mutex
-	sockets map[*jsonrpc.Conn]*socket // each socket's network and key
-	wsKeyOf map[string]*wsKey         // the keys of open sockets, by the key itself
-	closing bool
-	wsWG    sync.WaitGroup // one per tracked socket
+	wsKeyOf map[string]*wsKey // the keys of open sockets, by the key itself
+	closing bool              // Close was called: no more sweeps
 	// The check of open sockets against their keys (wskey.go): every
 	// keyTTL while sockets are open.
 	keyTTL   time.Duration
@@ -135,13 +136,15 @@ func New(cfg Config) *Gateway {
 	g := &Gateway{
 		keys:         cfg.Keys,
 		serverLimits: ServerLimits(cfg.Limits),
-		perKey:       map[string]int{},
 		meter:        cfg.Meter,
 		log:          cfg.Logger,
-		sockets:      map[*jsonrpc.Conn]*socket{},
 		wsKeyOf:      map[string]*wsKey{},
 		tokens:       newTokenCache(),
 		keyTTL:       cfg.KeyTTL,
+		bounds:       cfg.Bounds,
+	}
+	if g.bounds == nil {
+		g.bounds = &metering.Calls{}
 	}
 	if g.keyTTL <= 0 {
 		g.keyTTL = DefaultKeyTTL
@@ -243,16 +246,12 @@ func (g *Gateway) Close() error {
 	if g.sweep != nil {
 		g.sweep.Stop()
 	}
-	socks := make([]*jsonrpc.Conn, 0, len(g.sockets))
-	for c := range g.sockets {
-		socks = append(socks, c)
-	}
 	g.mu.Unlock()
-	for _, c := range socks {
+	for _, c := range g.conns.Shut() {
 		c.GoAway("server shutting down")
 	}
 	g.mcp.Close()
-	g.wsWG.Wait()
+	g.conns.Wait()
 	g.sweeps.Wait()
 	return nil
 }

@@ -280,36 +280,6 @@ func serving(c net.Conn) {
 	}
 }
 
-// addrCounts counts WebSocket connections per key name, holding an entry
-// only while its count is above zero, so its memory follows the
-// connections open.
-type addrCounts[K comparable] struct {
-	mu sync.Mutex
-	n  map[K]int
-}
-
-// take counts one more for k unless max (when positive) is reached.
-func (a *addrCounts[K]) take(k K, max int) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if max > 0 && a.n[k] >= max {
-		return false
-	}
-	if a.n == nil {
-		a.n = map[K]int{}
-	}
-	a.n[k]++
-	return true
-}
-
-func (a *addrCounts[K]) release(k K) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.n[k]--; a.n[k] <= 0 {
-		delete(a.n, k)
-	}
-}
-
 // refuseConn answers a connection over a limit and closes it.
 func refuseConn(c net.Conn, limit *portico.LimitError) {
 	defer c.Close()

@@ -103,12 +103,9 @@ func (g *Gateway) handle(ctx context.Context, rq request, body, dst []byte) ([]b
 // decode parses the body into its calls and refuses a batch of more calls
 // than the limits allow.
 func (p *pipeline) decode(body []byte) error {
-	calls, batch, derr := jsonrpc.Decode(body)
-	if derr != nil {
-		return derr
-	}
-	if lim := &p.rq.st.limits; batch && len(calls) > lim.MaxBatch {
-		return &portico.LimitError{Limit: portico.LimitBatch, Max: int64(lim.MaxBatch), Got: int64(len(calls))}
+	calls, batch, err := jsonrpc.DecodeBody(body, p.rq.st.limits.MaxBatch)
+	if err != nil {
+		return err
 	}
 	p.calls, p.batch = calls, batch
 	if len(calls) == 1 {
@@ -127,7 +124,7 @@ func (p *pipeline) admit() {
 	if r == nil || !r.Limited() {
 		return
 	}
-	release, err := p.g.calls.Take(p.rq.id.Name, r, len(p.calls), time.Now())
+	release, err := p.g.bounds.Calls(p.ctx, p.rq.id, len(p.calls))
 	if err != nil {
 		p.refused = err
 		for i := range p.outs {
@@ -408,34 +405,20 @@ func (p *pipeline) record(i int, cost int64) {
 // for the transport's headers.
 func (p *pipeline) encode(dst []byte) ([]byte, int, billing) {
 	info := p.billing()
-	if !p.batch {
-		c := &p.calls[0]
-		if c.IsNotification() && c.Err == nil {
-			return nil, 204, info
-		}
-		out, status := p.g.appendOutcome(dst, c.ID, p.outs[0], true)
-		return out, status, info
-	}
-	start := len(dst)
-	dst = append(dst, '[')
-	for i := range p.calls {
-		c := &p.calls[i]
-		if c.IsNotification() && c.Err == nil {
-			continue
-		}
-		if len(dst) > start+1 {
-			dst = append(dst, ',')
-		}
-		dst, _ = p.g.appendOutcome(dst, c.ID, p.outs[i], false)
-	}
-	if len(dst) == start+1 {
-		return dst[:start], 204, info // a batch of notifications gets no answer
-	}
 	status := 200
-	if p.quota != nil {
-		status = 429 // the whole batch was refused for its key's limits
+	out, answered := jsonrpc.AppendAnswers(dst, p.calls, p.batch, func(dst []byte, i int) []byte {
+		dst, status = p.g.appendOutcome(dst, p.calls[i].ID, p.outs[i], !p.batch)
+		return dst
+	})
+	switch {
+	case !answered:
+		return nil, 204, info
+	case p.batch && p.quota != nil:
+		return out, 429, info // the whole batch was refused for its key's limits
+	case p.batch:
+		return out, 200, info
 	}
-	return append(dst, ']'), status, info
+	return out, status, info
 }
 
 // billing is what the transport's headers say of the request: its bill,

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/porticohq/portico/jsonrpc"
 	"github.com/porticohq/portico/metering/membudget"
 	"github.com/porticohq/portico/network"
 )
@@ -248,15 +247,10 @@ func processMemory(l Limits) int64 {
 // closeRemoved closes the WebSocket connections of networks s does not
 // serve.
 func (g *Gateway) closeRemoved(s *state) {
-	g.mu.Lock()
-	var gone []*jsonrpc.Conn
-	for c, sock := range g.sockets {
+	open, _ := g.conns.Open()
+	for c, sock := range open {
 		if s.byName[sock.network] == nil {
-			gone = append(gone, c)
+			go c.GoAway("network removed from the config")
 		}
-	}
-	g.mu.Unlock()
-	for _, c := range gone {
-		go c.GoAway("network removed from the config")
 	}
 }

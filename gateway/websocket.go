@@ -16,6 +16,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metering/membudget"
 )
 
@@ -148,13 +149,12 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 	start := time.Now()
 	lim := &rq.st.limits
 	max := int64(lim.MaxWSConnections)
-	var refused *portico.LimitError
-	if g.wsConns.Add(1) > max {
-		g.wsConns.Add(-1)
+	var refused error
+	var keySlot func()
+	if !g.conns.Reserve(int(max)) {
 		refused = &portico.LimitError{Limit: portico.LimitConnections, Max: max}
-	} else if !g.wsKeys.take(rq.id.Name, lim.MaxWSConnectionsPerKey) {
-		g.wsConns.Add(-1)
-		refused = &portico.LimitError{Limit: portico.LimitWSPerKey, Max: int64(lim.MaxWSConnectionsPerKey)}
+	} else if keySlot, refused = g.bounds.Hold(r.Context(), metering.WebSockets, rq.id, lim.MaxWSConnectionsPerKey); refused != nil {
+		g.conns.Release()
 	}
 	if refused != nil {
 		e, status, _ := jsonrpc.ErrorFor(refused)
@@ -164,13 +164,13 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(status)
 		_, _ = w.Write(body)
-		g.log.Warn("websocket refused", "status", status, "reason", refused.Limit, "path", redactPath(r.URL.Path), "key", rq.id.Name, "took", time.Since(start))
+		g.log.Warn("websocket refused", "status", status, "reason", e.Message, "path", redactPath(r.URL.Path), "key", rq.id.Name, "took", time.Since(start))
 		return nil
 	}
 	// What the connection's closures keep for its life is named here, so
 	// that they hold these and not the whole request (an idle subscriber
 	// holds little: docs/benchmarks.md, issue 17).
-	keyName, name := rq.id.Name, rq.net.Name
+	name := rq.net.Name
 	// The WebSocket's slots are given back when it ends, which may be
 	// before its socket closes: a client cut off while a message to it
 	// is blocked keeps its socket until it has read its close frame
@@ -178,8 +178,8 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 	var released sync.Once
 	release := func() {
 		released.Do(func() {
-			g.wsConns.Add(-1)
-			g.wsKeys.release(keyName)
+			g.conns.Release()
+			keySlot()
 		})
 	}
 
@@ -249,22 +249,19 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 func (g *Gateway) track(c *jsonrpc.Conn, s *socket) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closing {
+	if !g.conns.Track(c, s) {
 		return false
 	}
-	g.sockets[c] = s
 	g.shareKeyLocked(s)
-	g.wsWG.Add(1)
 	g.armSweepLocked()
 	return true
 }
 
+// untrack forgets a connection track registered.
 func (g *Gateway) untrack(c *jsonrpc.Conn) {
 	g.mu.Lock()
-	if s := g.sockets[c]; s != nil {
+	defer g.mu.Unlock()
+	if s := g.conns.Untrack(c); s != nil {
 		g.unshareKeyLocked(s)
 	}
-	delete(g.sockets, c)
-	g.mu.Unlock()
-	g.wsWG.Done()
 }

@@ -222,11 +222,12 @@ func (g *Gateway) sweepKeys() {
 		return
 	}
 	g.sweeps.Add(1)
+	// Sockets are tracked and share their keys under g.mu: each s.key
+	// read here is the shared one.
 	byKey := map[*wsKey][]*jsonrpc.Conn{}
-	socks := make(map[*jsonrpc.Conn]*socket, len(g.sockets))
-	for c, s := range g.sockets {
+	socks, _ := g.conns.Open()
+	for c, s := range socks {
 		byKey[s.key] = append(byKey[s.key], c)
-		socks[c] = s
 	}
 	g.mu.Unlock()
 	defer g.sweeps.Done()
@@ -245,7 +246,7 @@ func (g *Gateway) sweepKeys() {
 		}
 	}
 	g.mu.Lock()
-	if g.sweeping = len(g.sockets) > 0 && !g.closing; g.sweeping {
+	if g.sweeping = g.conns.Len() > 0 && !g.closing; g.sweeping {
 		g.sweep.Reset(g.keyTTL)
 	}
 	g.mu.Unlock()

@@ -62,12 +62,12 @@ func IsJSONContentType(ct string) bool {
 // serveWebSocket accepts an upgrade within the connection limit and serves
 // it until it ends.
 func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
-	if !s.conns.reserve(s.limits.MaxConnections) {
+	if !s.conns.Reserve(s.limits.MaxConnections) {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, &portico.LimitError{Limit: portico.LimitConnections, Max: int64(s.limits.MaxConnections)})
 		return
 	}
-	defer s.conns.release()
+	defer s.conns.Release()
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		// Nodes and devnets carry no ambient authority: any origin may
 		// connect, as to a real node.
@@ -77,11 +77,11 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		return // Accept has answered the client
 	}
 	c := NewConn(ws, s.limits.Conn)
-	if !s.conns.track(c) {
+	if !s.conns.Track(c, struct{}{}) {
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
 		return
 	}
-	defer s.conns.untrack(c)
+	defer s.conns.Untrack(c)
 	// The request's context ends with the connection's hijack; the
 	// connection lives until Serve returns.
 	c.Serve(context.WithoutCancel(r.Context()), func(ctx context.Context, body []byte) []byte {

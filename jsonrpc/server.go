@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"sync"
 
-	"github.com/coder/websocket"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -95,7 +93,7 @@ type Server struct {
 	h      Handler
 	limits Limits
 	log    *slog.Logger
-	conns  connSet
+	conns  Conns[struct{}]
 }
 
 // ServerOptions configure a Server. The zero value works.
@@ -111,55 +109,53 @@ func NewServer(h Handler, opts ServerOptions) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{h: h, limits: opts.Limits.withDefaults(), log: log, conns: connSet{m: map[*Conn]struct{}{}}}
+	return &Server{h: h, limits: opts.Limits.withDefaults(), log: log}
 }
 
 // Serve answers a request body, appending the response to dst. It returns
 // nil when nothing is to be sent (only notifications came), and the HTTP
 // status of the answer.
 func (s *Server) Serve(ctx context.Context, body, dst []byte) ([]byte, int) {
-	calls, batch, derr := Decode(body)
-	if derr != nil {
-		e, status, _ := ErrorFor(derr)
+	calls, batch, err := DecodeBody(body, s.limits.MaxBatch)
+	if err != nil {
+		e, status, _ := ErrorFor(err)
 		return AppendError(dst, nil, e), status
 	}
-	if batch && len(calls) > s.limits.MaxBatch {
-		e, status, _ := ErrorFor(&portico.LimitError{Limit: portico.LimitBatch, Max: int64(s.limits.MaxBatch), Got: int64(len(calls))})
-		return AppendError(dst, nil, e), status
+	// Every call runs, notifications too, in order; then the answers are
+	// assembled as the gateway assembles its own.
+	answers := make([]answer, len(calls))
+	for i := range calls {
+		if c := &calls[i]; c.Err == nil {
+			answers[i].result, answers[i].err, answers[i].status = s.call(ctx, c.Method, c.Params)
+		} else {
+			answers[i].err, answers[i].status, _ = ErrorFor(c.Err)
+		}
 	}
-	if batch {
-		dst = append(dst, '[')
-	}
-	status, n := http.StatusOK, 0
-	for _, c := range calls {
-		if c.Err == nil && c.IsNotification() {
-			s.call(ctx, c.Method, c.Params) // run it, answer nothing
-			continue
+	status := http.StatusOK
+	out, answered := AppendAnswers(dst, calls, batch, func(dst []byte, i int) []byte {
+		a := &answers[i]
+		if a.err != nil {
+			status = a.status
+			return AppendError(dst, calls[i].ID, a.err)
 		}
-		if n > 0 {
-			dst = append(dst, ',')
-		}
-		n++
-		if c.Err != nil {
-			e, st, _ := ErrorFor(c.Err)
-			dst, status = AppendError(dst, c.ID, e), st
-			continue
-		}
-		result, e, st := s.call(ctx, c.Method, c.Params)
-		if e != nil {
-			dst, status = AppendError(dst, c.ID, e), st
-			continue
-		}
-		dst = AppendResult(dst, c.ID, result)
-	}
-	if n == 0 {
+		return AppendResult(dst, calls[i].ID, a.result)
+	})
+	switch {
+	case !answered:
 		return nil, http.StatusNoContent
-	}
-	if batch {
+	case batch:
 		// A batch is answered with 200; each call carries its own error.
-		return append(dst, ']'), http.StatusOK
+		return out, http.StatusOK
 	}
-	return dst, status
+	return out, status
+}
+
+// answer is one call's outcome: its result, or its error and the HTTP
+// status a body of that call alone gets.
+type answer struct {
+	result jsontext.Value
+	err    *Error
+	status int
 }
 
 // call runs one method and encodes its result, or maps its error.
@@ -201,67 +197,6 @@ func (s *Server) run(ctx context.Context, method string, params jsontext.Value) 
 // Close closes every WebSocket connection with "going away" and waits for
 // their goroutines to end. HTTP servers are shut down by their owner.
 func (s *Server) Close() error {
-	s.conns.closeAll(websocket.StatusGoingAway, "server shutting down")
+	s.conns.GoAway("server shutting down")
 	return nil
-}
-
-// connSet counts and tracks open connections, so that the connection
-// limit holds and Close can end them.
-type connSet struct {
-	mu      sync.Mutex
-	n       int // reserved, accepted or not
-	m       map[*Conn]struct{}
-	closing bool
-	wg      sync.WaitGroup
-}
-
-// reserve takes a connection slot; false when max are taken or the set is
-// closing.
-func (cs *connSet) reserve(max int) bool {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.closing || cs.n >= max {
-		return false
-	}
-	cs.n++
-	return true
-}
-
-func (cs *connSet) release() {
-	cs.mu.Lock()
-	cs.n--
-	cs.mu.Unlock()
-}
-
-// track registers c for closeAll; false when the set is closing.
-func (cs *connSet) track(c *Conn) bool {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.closing {
-		return false
-	}
-	cs.m[c] = struct{}{}
-	cs.wg.Add(1)
-	return true
-}
-
-func (cs *connSet) untrack(c *Conn) {
-	cs.mu.Lock()
-	delete(cs.m, c)
-	cs.mu.Unlock()
-	cs.wg.Done()
-}
-
-func (cs *connSet) closeAll(code websocket.StatusCode, reason string) {
-	cs.mu.Lock()
-	cs.closing = true
-	all := make([]*Conn, 0, len(cs.m))
-	for c := range cs.m {
-		all = append(all, c)
-	}
-	cs.mu.Unlock()
-	for _, c := range all {
-		c.Close(code, reason)
-	}
-	cs.wg.Wait()
 }

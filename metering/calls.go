@@ -1,21 +1,32 @@
 package metering
 
 import (
+	"context"
 	"math"
 	"sync"
 	"time"
 
-	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/metering/apikey"
 )
 
-// Calls holds the bounds a key's own rules set on its calls (issue 26,
-// docs/keys.md): how many may be in flight at once and how many may start
-// per second, for each limited key, in this instance. The zero value is
-// ready. Shared bounds over many instances (issue 37) belong here too.
+// Calls holds the bounds of Bounds in this process (issue 26,
+// docs/keys.md): for each limited key, its calls in flight and its bucket
+// of calls per second, and each key's WebSocket connections and
+// subscriptions. The zero value is ready. With several instances, each
+// holds its own: SharedBounds keeps them in Redis instead, and falls back
+// on one of these when Redis does not answer.
 type Calls struct {
-	mu   sync.Mutex
-	keys map[string]*keyCalls
+	mu    sync.Mutex
+	keys  map[string]*keyCalls
+	slots map[slotOf]int
+	// now is the clock; time.Now when nil.
+	now func() time.Time
+}
+
+// slotOf names a key's slots of one kind.
+type slotOf struct {
+	kind Slot
+	name string
 }
 
 // keyCalls is one limited key's calls in flight and bucket.
@@ -28,10 +39,27 @@ type keyCalls struct {
 	last   time.Time
 }
 
+// Calls implements Bounds: Take at the time of now.
+func (k *Calls) Calls(_ context.Context, id apikey.Identity, n int) (func(), error) {
+	if id.Rules == nil || !id.Rules.Limited() {
+		return nothing, nil
+	}
+	now := time.Now()
+	if k.now != nil {
+		now = k.now()
+	}
+	return k.take(id, n, now)
+}
+
 // Take admits n calls of the key named name under its rules' bounds, or
 // refuses them all with a *portico.QuotaError that says when to retry.
 // release ends the calls.
 func (k *Calls) Take(name string, r *apikey.Rules, n int, now time.Time) (release func(), err error) {
+	return k.take(apikey.Identity{Name: name, Rules: r}, n, now)
+}
+
+func (k *Calls) take(id apikey.Identity, n int, now time.Time) (release func(), err error) {
+	r, name := id.Rules, id.Name
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.keys == nil {
@@ -44,7 +72,7 @@ func (k *Calls) Take(name string, r *apikey.Rules, n int, now time.Time) (releas
 	}
 	if r.MaxConcurrent > 0 && s.inFlight+n > r.MaxConcurrent {
 		k.forget(name, s)
-		return nil, &portico.QuotaError{Limit: portico.QuotaConcurrent, Key: name, Cost: int64(n), Rate: int64(r.MaxConcurrent), RetryAfter: time.Second}
+		return nil, concurrentRefusal(id, n)
 	}
 	if rps := float64(r.RequestsPerSecond); rps > 0 {
 		// A bucket of one second's calls, refilled continuously.
@@ -56,7 +84,7 @@ func (k *Calls) Take(name string, r *apikey.Rules, n int, now time.Time) (releas
 				wait = time.Second // more calls than one second holds: never fits
 			}
 			k.forget(name, s)
-			return nil, &portico.QuotaError{Limit: portico.QuotaRequests, Key: name, Cost: int64(n), Rate: int64(r.RequestsPerSecond), RetryAfter: wait}
+			return nil, requestsRefusal(id, n, wait)
 		}
 		s.tokens -= float64(n)
 	}
@@ -75,4 +103,29 @@ func (k *Calls) forget(name string, s *keyCalls) {
 	if s.inFlight == 0 && !s.rated {
 		delete(k.keys, name)
 	}
+}
+
+// Hold implements Bounds. A key's count is kept only while it holds a
+// slot, so the memory follows what is open.
+func (k *Calls) Hold(_ context.Context, kind Slot, id apikey.Identity, max int) (func(), error) {
+	at := slotOf{kind, id.Name}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if max > 0 && k.slots[at] >= max {
+		return nil, kind.refusal(max)
+	}
+	if k.slots == nil {
+		k.slots = map[slotOf]int{}
+	}
+	k.slots[at]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			k.mu.Lock()
+			if k.slots[at]--; k.slots[at] <= 0 {
+				delete(k.slots, at)
+			}
+			k.mu.Unlock()
+		})
+	}, nil
 }

@@ -17,36 +17,45 @@ import (
 // and the increment cannot interleave with another instance's. Rate limits
 // use GCRA (redis_rate), also one script per call.
 //
-// A day's spend lives under <prefix>spend:<key id>:<day> for two days.
-// When the entry is missing (first call of the day, or Redis lost its
-// data) it is seeded from durable storage first.
+// A day's spend lives under <prefix>{k:<key id>}:spend:<day> for two
+// days; the braces are a Redis Cluster hash tag, so every entry of one key
+// lives in one slot (on one shard). When the entry is missing (first call
+// of the day, or Redis lost its data) it is seeded from durable storage
+// first.
 //
-// Reserves from concurrent calls are sent together: one goroutine takes
-// whatever reserves are waiting and sends them as one pipeline, so a busy
+// With leases on (WithLeases), the entry counts what instances spent and
+// what they hold: an instance takes credits in blocks and spends them in
+// process (lease.go), so most calls make no round trip at all.
+//
+// Scripts from concurrent calls are sent together: one goroutine takes
+// whatever scripts are waiting and sends them as one pipeline, so a busy
 // gateway pays one round trip and two system calls per batch instead of
-// per call. Each reserve is still its own script, atomic on its own.
+// per call. Each script is still atomic on its own.
 type Redis struct {
 	rdb     redis.UniversalClient
 	prefix  string
 	seed    Seeder
 	limiter *redis_rate.Limiter
+	leases  *leases // nil: exact mode, one script per charge
 
-	reqs      chan *reserveReq
+	reqs      chan *scriptReq
 	stop      chan struct{}
 	startOnce sync.Once
 	stopOnce  sync.Once
 	done      chan struct{}
 }
 
-type reserveReq struct {
-	key         string
-	cost, limit int64
-	res         []int64
-	err         error
-	done        chan struct{}
+// scriptReq is one script run waiting for the pipeline.
+type scriptReq struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+	res    []int64
+	err    error
+	done   chan struct{}
 }
 
-// maxPipeline bounds the reserves sent in one pipeline.
+// maxPipeline bounds the scripts sent in one pipeline.
 const maxPipeline = 256
 
 // spendTTL keeps a day's entry past its end, for calls that straddle
@@ -75,29 +84,35 @@ return redis.call('DECRBY', KEYS[1], ARGV[1])
 // NewRedis returns a counter on rdb, with every key under prefix.
 func NewRedis(rdb redis.UniversalClient, prefix string, seed Seeder) *Redis {
 	return &Redis{rdb: rdb, prefix: prefix, seed: seed, limiter: redis_rate.NewLimiter(rdb),
-		reqs: make(chan *reserveReq, maxPipeline), stop: make(chan struct{}), done: make(chan struct{})}
+		reqs: make(chan *scriptReq, maxPipeline), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Ping checks that Redis answers, for readiness checks.
 func (r *Redis) Ping(ctx context.Context) error { return r.rdb.Ping(ctx).Err() }
 
-// Close stops the pipelining goroutine. Reserves after Close fail.
+// Close gives back what this instance holds in leases, then stops the
+// pipelining goroutine. Reserves after Close fail.
 func (r *Redis) Close() error {
+	var err error
 	r.stopOnce.Do(func() {
+		if r.leases != nil {
+			err = r.leases.close()
+		}
 		close(r.stop)
 		r.startOnce.Do(func() { close(r.done) }) // never started
 		<-r.done
 	})
-	return nil
+	return err
 }
 
-// pipeline sends waiting reserves in batches until Close.
+// pipeline sends waiting scripts in batches until Close.
 func (r *Redis) pipeline() {
 	defer close(r.done)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	_ = reserveScript.Load(ctx, r.rdb).Err() // else the first batch loads it
+	_ = leaseScript.Load(ctx, r.rdb).Err()
 	cancel()
-	batch := make([]*reserveReq, 0, maxPipeline)
+	batch := make([]*scriptReq, 0, maxPipeline)
 	for {
 		select {
 		case <-r.stop:
@@ -118,7 +133,7 @@ func (r *Redis) pipeline() {
 		pipe := r.rdb.Pipeline()
 		cmds := make([]*redis.Cmd, len(batch))
 		for i, q := range batch {
-			cmds[i] = reserveScript.EvalSha(ctx, pipe, []string{q.key}, q.cost, q.limit)
+			cmds[i] = q.script.EvalSha(ctx, pipe, q.keys, q.args...)
 		}
 		_, _ = pipe.Exec(ctx) // errors are per command
 		cancel()
@@ -129,14 +144,15 @@ func (r *Redis) pipeline() {
 	}
 }
 
-// reserve runs the reserve script, pipelined with concurrent ones.
-func (r *Redis) reserve(ctx context.Context, key string, cost, limit int64) ([]int64, error) {
+// run runs script on keys (all in one slot), pipelined with concurrent
+// ones.
+func (r *Redis) run(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
 	r.startOnce.Do(func() { go r.pipeline() })
-	q := &reserveReq{key: key, cost: cost, limit: limit, done: make(chan struct{})}
+	q := &scriptReq{script: script, keys: keys, args: args, done: make(chan struct{})}
 	select {
 	case r.reqs <- q:
 	case <-r.stop:
-		return nil, errors.New("metering: redis counter closed")
+		return nil, errClosed
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -147,22 +163,39 @@ func (r *Redis) reserve(ctx context.Context, key string, cost, limit int64) ([]i
 		select {
 		case <-q.done:
 		default:
-			return nil, errors.New("metering: redis counter closed")
+			return nil, errClosed
 		}
 	}
 	if q.err != nil && redis.HasErrorPrefix(q.err, "NOSCRIPT") {
-		// The server lost its script cache: send it once in full.
-		return reserveScript.Run(ctx, r.rdb, []string{key}, cost, limit).Int64Slice()
+		// The server (or this shard) lost its script cache: send it once
+		// in full.
+		return script.Run(ctx, r.rdb, keys, args...).Int64Slice()
 	}
 	return q.res, q.err
 }
 
+// errClosed answers what is asked of Redis after Close (the counter's
+// or the shared bounds').
+var errClosed = errors.New("metering: redis closed")
+
+// spendKey is the key's entry for day. The hash tag {k:<id>} puts every
+// entry of one API key in one Cluster slot; other parts of Portico that
+// keep a key's state in Redis use the same tag.
 func (r *Redis) spendKey(keyID int64, day string) string {
-	return r.prefix + "spend:" + strconv.FormatInt(keyID, 10) + ":" + day
+	return r.prefix + KeyTag(keyID) + ":spend:" + day
+}
+
+// KeyTag is the Redis Cluster hash tag of an API key's entries,
+// {k:<key id>}: every Redis key that holds one API key's state contains
+// it, so that they share a slot and a script may touch several of them.
+func KeyTag(keyID int64) string {
+	return "{k:" + strconv.FormatInt(keyID, 10) + "}"
 }
 
 // ensure seeds the day's entry from storage when it is missing. SET NX
-// keeps the entry another instance seeded first.
+// keeps the entry another instance seeded first. An entry of the naming
+// before hash tags (<prefix>spend:<id>:<day>), left by an older version,
+// is read too, so an upgrade does not forget the day's spend.
 func (r *Redis) ensure(ctx context.Context, key string, keyID int64, day string) error {
 	var n int64
 	if r.seed != nil {
@@ -170,6 +203,10 @@ func (r *Redis) ensure(ctx context.Context, key string, keyID int64, day string)
 		if n, err = r.seed(ctx, keyID, day); err != nil {
 			return err
 		}
+	}
+	legacy := r.prefix + "spend:" + strconv.FormatInt(keyID, 10) + ":" + day
+	if old, err := r.rdb.Get(ctx, legacy).Int64(); err == nil && old > n {
+		n = old
 	}
 	if err := r.rdb.SetNX(ctx, key, n, spendTTL).Err(); err != nil {
 		return fmt.Errorf("metering: redis: %w", err)
@@ -179,9 +216,12 @@ func (r *Redis) ensure(ctx context.Context, key string, keyID int64, day string)
 
 // Reserve implements Counter.
 func (r *Redis) Reserve(ctx context.Context, keyID int64, day string, cost, limit int64) (int64, bool, error) {
+	if r.leases != nil {
+		return r.leases.reserve(ctx, keyID, day, cost, limit)
+	}
 	key := r.spendKey(keyID, day)
 	for range 3 {
-		res, err := r.reserve(ctx, key, cost, limit)
+		res, err := r.run(ctx, reserveScript, []string{key}, cost, limit)
 		if err != nil {
 			return 0, false, fmt.Errorf("metering: redis: %w", err)
 		}
@@ -198,15 +238,25 @@ func (r *Redis) Reserve(ctx context.Context, keyID int64, day string, cost, limi
 	return 0, false, fmt.Errorf("metering: redis: entry %s keeps disappearing", key)
 }
 
-// Refund implements Counter.
+// Refund implements Counter. With leases, the credits go back to this
+// instance's lease of the key when it has one, without a round trip.
 func (r *Redis) Refund(ctx context.Context, keyID int64, day string, cost int64) error {
+	if r.leases != nil && r.leases.refund(keyID, day, cost) {
+		return nil
+	}
+	return r.giveBack(ctx, keyID, day, cost)
+}
+
+// giveBack takes cost from the key's entry for day, if it still exists.
+func (r *Redis) giveBack(ctx context.Context, keyID int64, day string, cost int64) error {
 	if err := refundScript.Run(ctx, r.rdb, []string{r.spendKey(keyID, day)}, cost).Err(); err != nil {
 		return fmt.Errorf("metering: redis: %w", err)
 	}
 	return nil
 }
 
-// Used implements Counter.
+// Used implements Counter. With leases it is what all instances spent or
+// hold, less what this instance holds unspent.
 func (r *Redis) Used(ctx context.Context, keyID int64, day string) (int64, error) {
 	key := r.spendKey(keyID, day)
 	n, err := r.rdb.Get(ctx, key).Int64()
@@ -219,12 +269,15 @@ func (r *Redis) Used(ctx context.Context, keyID int64, day string) (int64, error
 	if err != nil {
 		return 0, fmt.Errorf("metering: redis: %w", err)
 	}
+	if r.leases != nil {
+		n -= r.leases.held(keyID, day)
+	}
 	return n, nil
 }
 
 // Allow implements Counter.
 func (r *Redis) Allow(ctx context.Context, keyID int64, perSecond, burst, cost int64) (time.Duration, bool, error) {
-	res, err := r.limiter.AllowN(ctx, r.prefix+"rate:"+strconv.FormatInt(keyID, 10),
+	res, err := r.limiter.AllowN(ctx, r.prefix+KeyTag(keyID)+":rate",
 		redis_rate.Limit{Rate: int(perSecond), Burst: int(burst), Period: time.Second}, int(cost))
 	if err != nil {
 		return 0, false, fmt.Errorf("metering: redis: %w", err)

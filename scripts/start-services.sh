@@ -5,7 +5,8 @@
 # missing (apt-get, as root or through sudo without a password), and
 # starts them when they are stopped. PORTICO_TEST_POSTGRES and
 # PORTICO_TEST_REDIS point the tests elsewhere; then this script checks
-# nothing.
+# nothing of that server (redis-server and redis-cli are installed all the
+# same: internal/testredis starts servers of its own).
 set -euo pipefail
 
 pg_up() { pg_isready -q -h 127.0.0.1 -p 5432; }
@@ -57,8 +58,14 @@ if [ -z "${PORTICO_TEST_POSTGRES:-}" ]; then
 	echo "start-services: PostgreSQL up"
 fi
 
+# The binaries are needed even with PORTICO_TEST_REDIS: some tests start
+# Redis servers of their own (a server they kill, a three-master Redis
+# Cluster: internal/testredis), with redis-server and redis-cli.
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+	install_debian redis-server redis-tools
+fi
+
 if [ -z "${PORTICO_TEST_REDIS:-}" ]; then
-	command -v redis-server >/dev/null || install_debian redis-server redis-tools
 	if ! redis_up; then
 		echo "start-services: starting Redis"
 		as_root service redis-server start >/dev/null 2>&1 || redis-server --bind 127.0.0.1 --port 6379 --save '' --appendonly no --daemonize yes >/dev/null

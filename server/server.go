@@ -69,6 +69,9 @@ type Server struct {
 	// Store holds keys and usage; Meter charges calls (nil when off).
 	Store *store.Store
 	Meter *metering.Ledger
+	// Bounds holds keys' bounds on calls, connections and subscriptions
+	// across instances (metering.redis); nil keeps them in the gateway.
+	Bounds *metering.SharedBounds
 	// MetricsAddr is the address of metrics.listen, when set.
 	MetricsAddr string
 
@@ -315,6 +318,7 @@ func (m *Server) newGateway(nets []*gateway.Network) {
 		Keys:             store.NewAuthenticator(m.Store, cfg.Store.KeyCacheTTL),
 		KeyTTL:           cfg.Store.KeyCacheTTL,
 		Meter:            gwMeter,
+		Bounds:           m.bounds(),
 		Networks:         nets,
 		CacheHitDiscount: cfg.Cache.HitDiscountPercent,
 		Logger:           m.log,
@@ -323,6 +327,15 @@ func (m *Server) newGateway(nets []*gateway.Network) {
 		Tracer:           m.tracer,
 		Limits:           cfg.Limits,
 	})
+}
+
+// bounds is the gateway's metering.Bounds: Bounds, or nil for the
+// gateway's own.
+func (m *Server) bounds() metering.Bounds {
+	if m.Bounds == nil {
+		return nil
+	}
+	return m.Bounds
 }
 
 // watchMetrics has the metrics read the nodes' states and the memory

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -159,6 +160,27 @@ func dialRedis(ctx context.Context, field, url string) (*redis.Client, error) {
 	return c, nil
 }
 
+// dialMeteringRedis connects to metering's Redis: one server by URL, or
+// a Cluster or Sentinels by their addresses, through go-redis's
+// universal client, and checks it answers.
+func dialMeteringRedis(ctx context.Context, mc *config.Metering) (redis.UniversalClient, error) {
+	if mc.Redis != "" {
+		return dialRedis(ctx, "metering.redis", mc.Redis)
+	}
+	opts := &redis.UniversalOptions{Addrs: mc.RedisAddrs, MasterName: mc.RedisMasterName,
+		IsClusterMode: mc.RedisMasterName == "", Username: mc.RedisUsername, Password: mc.RedisPassword,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}}
+	if mc.RedisTLS {
+		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	c := redis.NewUniversalClient(opts)
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("metering.redis_addrs: %w", err)
+	}
+	return c, nil
+}
+
 // instanceName returns the name of this instance's journal checkpoint:
 // from config, or made once and kept in the data directory.
 func instanceName(cfg *config.Config) (string, error) {
@@ -186,15 +208,22 @@ func (m *Server) newMeter(ctx context.Context, s *store.Store) (*metering.Ledger
 		return nil, nil
 	}
 	var counter metering.Counter = metering.NewMemory(s.Spent, nil)
-	if cfg.Metering.Redis != "" {
-		rdb, err := dialRedis(ctx, "metering.redis", cfg.Metering.Redis)
+	if cfg.Metering.SharedRedis() {
+		rdb, err := dialMeteringRedis(ctx, &cfg.Metering)
 		if err != nil {
 			return nil, err
 		}
 		m.closers = append(m.closers, rdb)
 		rc := metering.NewRedis(rdb, cfg.Metering.RedisPrefix, s.Spent)
-		m.closers = append(m.closers, rc)
+		if cfg.Metering.LeaseTTL > 0 {
+			rc = rc.WithLeases(cfg.Metering.LeaseTTL)
+		}
+		m.closers = append(m.closers, rc) // closed before the client: gives the leases back
 		counter = rc
+		sb := metering.NewSharedBounds(rdb, metering.SharedBoundsConfig{Prefix: cfg.Metering.RedisPrefix,
+			Refuse: cfg.Metering.RedisUnreachable == config.RedisRefuse, Logger: m.log})
+		m.closers = append(m.closers, sb) // closed before the client
+		m.Bounds = sb
 	}
 	mc := metering.Config{Counter: counter, Store: s, FlushInterval: cfg.Metering.FlushInterval, Logger: m.log}
 	if cfg.DataDir != "" {

@@ -42,6 +42,7 @@ var setups = map[string]func(context.Context, *cli) error{
 	"geth":        gethEmbedded,
 	"geth-remote": geth,
 	"metering":    meteringSetup,
+	"leases":      leasesSetup,
 	"fixed":       fixedSetup,
 	"chaos":       chaosSetup,
 	"observe":     observeSetup,

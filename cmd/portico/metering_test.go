@@ -17,6 +17,7 @@ import (
 
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families/evm"
+	"github.com/porticohq/portico/internal/testredis"
 	"github.com/porticohq/portico/internal/testsvc"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/store"
@@ -279,38 +280,57 @@ func checkSpent(t *testing.T, st *store.Store, charged, daily int64) {
 }
 
 // TestExactTwoInstances: two portico instances share Redis (balances) and
-// PostgreSQL (keys, usage); 500 clients split between them.
+// PostgreSQL (keys, usage); 500 clients split between them. Credits stay
+// exact with leases (the default) and without, on one Redis, on a Redis
+// Cluster of three masters and through Sentinel.
 func TestExactTwoInstances(t *testing.T) {
-	node := httptest.NewServer(&okNode{})
-	defer node.Close()
-	dsn := testsvc.Postgres(t)
-	redisURL, prefix := testsvc.Redis(t)
-	const daily = 300_000
-	var urls []string
-	var mains []*started
-	for i := range 2 {
-		cfg := meteredConfig(t, node.URL, t.TempDir())
-		cfg.Keys[0].DailyCredits = daily
-		cfg.Keys[0].Key = "two-instance-key-" + testsvc.Suffix() + "-0000000"
-		if i == 1 {
-			cfg.Keys[0].Key = mains[0].m.Config.Keys[0].Key
-		}
-		cfg.Store.Postgres = dsn
-		cfg.Metering.Redis = redisURL
-		cfg.Metering.RedisPrefix = prefix
-		cfg.Metering.Instance = fmt.Sprintf("instance-%d", i)
-		cfg.Limits.MaxConnections = 2000
-		s := start(t, cfg)
-		mains = append(mains, s)
-		urls = append(urls, s.url(t, "evm"))
+	for _, tc := range []struct {
+		name  string
+		redis func(t *testing.T, m *config.Metering)
+	}{
+		{"leases", func(t *testing.T, m *config.Metering) { m.Redis, m.RedisPrefix = testsvc.Redis(t) }},
+		{"call by call", func(t *testing.T, m *config.Metering) {
+			m.Redis, m.RedisPrefix = testsvc.Redis(t)
+			m.LeaseTTL = 0
+		}},
+		{"cluster", func(t *testing.T, m *config.Metering) { m.RedisAddrs = testredis.Cluster(t) }},
+		{"sentinel", func(t *testing.T, m *config.Metering) {
+			m.RedisAddrs, m.RedisMasterName = testredis.Sentinel(t), testredis.MasterName
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node := httptest.NewServer(&okNode{})
+			defer node.Close()
+			dsn := testsvc.Postgres(t)
+			redisCfg := config.DefaultConfig().Metering
+			tc.redis(t, &redisCfg)
+			const daily = 300_000
+			var urls []string
+			var mains []*started
+			for i := range 2 {
+				cfg := meteredConfig(t, node.URL, t.TempDir())
+				cfg.Keys[0].DailyCredits = daily
+				cfg.Keys[0].Key = "two-instance-key-" + testsvc.Suffix() + "-0000000"
+				if i == 1 {
+					cfg.Keys[0].Key = mains[0].m.Config.Keys[0].Key
+				}
+				cfg.Store.Postgres = dsn
+				redisCfg.Instance = fmt.Sprintf("instance-%d", i)
+				cfg.Metering = redisCfg
+				cfg.Limits.MaxConnections = 2000
+				s := start(t, cfg)
+				mains = append(mains, s)
+				urls = append(urls, s.url(t, "evm"))
+			}
+			charged, _ := hammerHTTP(t, urls, 500)
+			for _, s := range mains {
+				if err := s.m.Meter.Flush(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checkSpent(t, mains[0].m.Store, charged, daily)
+		})
 	}
-	charged, _ := hammerHTTP(t, urls, 500)
-	for _, s := range mains {
-		if err := s.m.Meter.Flush(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	checkSpent(t, mains[0].m.Store, charged, daily)
 }
 
 // TestKeyAllowlists: a key's method, network and Origin allowlists refuse

@@ -42,7 +42,7 @@ holds it. A value given neither inline nor as an existing Secret is left out.
 {{- define "portico.secrets" -}}
 {{- $fullname := include "portico.fullname" . -}}
 {{- $out := list -}}
-{{- range $s := list (list "PORTICO_POSTGRES_URL" .Values.postgres.url .Values.postgres.existingSecret "postgres-url") (list "PORTICO_REDIS_URL" .Values.redis.url .Values.redis.existingSecret "redis-url") (list "PORTICO_ADMIN_TOKEN" .Values.adminToken.value .Values.adminToken.existingSecret "admin-token") -}}
+{{- range $s := list (list "PORTICO_POSTGRES_URL" .Values.postgres.url .Values.postgres.existingSecret "postgres-url") (list "PORTICO_REDIS_URL" .Values.redis.url .Values.redis.existingSecret "redis-url") (list "PORTICO_REDIS_PASSWORD" .Values.redis.password .Values.redis.passwordSecret "redis-password") (list "PORTICO_ADMIN_TOKEN" .Values.adminToken.value .Values.adminToken.existingSecret "admin-token") -}}
 {{- $env := index $s 0 -}}{{- $value := index $s 1 -}}{{- $existing := index $s 2 -}}{{- $key := index $s 3 -}}
 {{- if $existing.name -}}
 {{- $out = append $out (dict "env" $env "secret" $existing.name "key" (default $key $existing.key)) -}}
@@ -75,8 +75,8 @@ holds it. A value given neither inline nor as an existing Secret is left out.
 {{- if not (include "portico.has" (dict "root" . "env" "PORTICO_POSTGRES_URL")) -}}
 {{- fail "postgres: more than one replica needs PostgreSQL (postgres.url or postgres.existingSecret): replicas share keys and usage through it" -}}
 {{- end -}}
-{{- if not (include "portico.has" (dict "root" . "env" "PORTICO_REDIS_URL")) -}}
-{{- fail "redis: more than one replica needs Redis (redis.url or redis.existingSecret): replicas share credits through it" -}}
+{{- if not (or (include "portico.has" (dict "root" . "env" "PORTICO_REDIS_URL")) .Values.redis.addrs) -}}
+{{- fail "redis: more than one replica needs Redis (redis.url, redis.existingSecret or redis.addrs): replicas share credits through it" -}}
 {{- end -}}
 {{- if not .Values.config.networks -}}
 {{- fail "config.networks: more than one replica needs networks with upstreams; without them each replica runs devnets of its own" -}}
@@ -131,6 +131,25 @@ holds it. A value given neither inline nor as an existing Secret is left out.
 {{- $_ = set $cache "redis" "${PORTICO_REDIS_URL}" -}}
 {{- $_ = set $cfg "cache" $cache -}}
 {{- end -}}
+{{- end -}}
+{{- if .Values.redis.addrs -}}
+{{- if include "portico.has" (dict "root" . "env" "PORTICO_REDIS_URL") -}}
+{{- fail "redis: set url (one server) or addrs (a Cluster or Sentinels), not both" -}}
+{{- end -}}
+{{- $metering := dict -}}
+{{- if hasKey $cfg "metering" }}{{ $metering = get $cfg "metering" }}{{ end -}}
+{{- $_ = set $metering "redis_addrs" .Values.redis.addrs -}}
+{{- if .Values.redis.masterName }}{{ $_ = set $metering "redis_master_name" .Values.redis.masterName }}{{ end -}}
+{{- if .Values.redis.username }}{{ $_ = set $metering "redis_username" .Values.redis.username }}{{ end -}}
+{{- if include "portico.has" (dict "root" . "env" "PORTICO_REDIS_PASSWORD") }}{{ $_ = set $metering "redis_password" "${PORTICO_REDIS_PASSWORD}" }}{{ end -}}
+{{- if .Values.redis.tls }}{{ $_ = set $metering "redis_tls" true }}{{ end -}}
+{{- $_ = set $cfg "metering" $metering -}}
+{{- end -}}
+{{- if .Values.redis.leaseTTL -}}
+{{- $metering := dict -}}
+{{- if hasKey $cfg "metering" }}{{ $metering = get $cfg "metering" }}{{ end -}}
+{{- $_ = set $metering "lease_ttl" .Values.redis.leaseTTL -}}
+{{- $_ = set $cfg "metering" $metering -}}
 {{- end -}}
 {{- if include "portico.has" (dict "root" . "env" "PORTICO_ADMIN_TOKEN") -}}
 {{- $admin := dict -}}
