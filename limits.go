@@ -43,6 +43,10 @@ type Limits struct {
 	// MaxNotificationQueue bounds the notifications waiting for a client
 	// that does not read them; beyond it the client is disconnected.
 	MaxNotificationQueue int `yaml:"max_notification_queue"`
+	// MaxResumeBlocks bounds how many blocks back a resumed subscription
+	// (resumeFrom, the rollup's block_id, a slot to start from) may start;
+	// 0 means DefaultMaxResumeBlocks.
+	MaxResumeBlocks int `yaml:"max_resume_blocks"`
 	// MemoryBytes bounds what clients and nodes can make the process hold
 	// (answers and notifications waiting to be written, batches being
 	// assembled, node answers being read); 0 means an eighth of the
@@ -83,6 +87,7 @@ func DefaultLimits() Limits {
 		MaxSubscriptionsPerConnection: 100,
 		MaxSubscriptionsPerKey:        1000,
 		MaxNotificationQueue:          1024,
+		MaxResumeBlocks:               DefaultMaxResumeBlocks,
 		KeyMemoryBytes:                256 << 20,
 		ConnectionMemoryBytes:         128 << 20,
 		ReadTimeout:                   30 * time.Second,

@@ -516,6 +516,48 @@ type SubParams struct {
 	// (one that first replays blocks from a past block_id): each client
 	// gets an upstream subscription of its own.
 	Private bool
+	// Resume, when set, has the subscription first send what the client
+	// missed since a past block (docs/subscriptions.md), from the chain
+	// view and the nodes, then continue live; Send then leaves the resume
+	// point out, so that the live part is shared as any other.
+	Resume *Resume
+}
+
+// DefaultMaxResumeBlocks is how far back a resumed subscription may start
+// when limits.max_resume_blocks is not set.
+const DefaultMaxResumeBlocks = 1024
+
+// Resume is where a resumed subscription starts.
+type Resume struct {
+	// Hash names the block by hash; with no Hash, Number names it (the
+	// served chain's block at that number, or a slot).
+	Hash   string
+	Number uint64
+	// Inclusive sends the named block too (the rollup's block_id start,
+	// the slot chain's from-slot); otherwise the stream starts after it
+	// (resumeFrom: the last block the client saw).
+	Inclusive bool
+	// Position and Field name the param that held it, for errors.
+	Position int
+	Field    string
+	// Max bounds how many blocks back it may be; 0 means
+	// DefaultMaxResumeBlocks. The gateway sets it from
+	// limits.max_resume_blocks.
+	Max int
+}
+
+// Error is a ParamsError about the resume point: reason says what is
+// wrong with it.
+func (r *Resume) Error(reason string) *ParamsError {
+	return &ParamsError{Position: r.Position, Field: r.Field, Reason: reason}
+}
+
+// Bound is r's Max, or the default.
+func (r *Resume) Bound() int {
+	if r.Max > 0 {
+		return r.Max
+	}
+	return DefaultMaxResumeBlocks
 }
 
 // SubscriptionIDs says how a family writes the ids of client
@@ -577,6 +619,19 @@ type Subscriptions struct {
 	// events carry no removal.
 	LogOf   func(kind string, result jsontext.Value) (block Header, removed, ok bool)
 	Removed func(result jsontext.Value) jsontext.Value
+	// BlockOf reads the block (its hash, or its number or slot when the
+	// family's blocks have no hash to follow) a notification of a kind
+	// that is not heads is about, and whether it tells of a removal: a
+	// resumed subscription uses it to drop the live notifications it has
+	// already sent from its backfill. nil: LogOf, if any, is used.
+	BlockOf func(kind string, result jsontext.Value) (block Header, removed, ok bool)
+	// Backfill makes the notifications (their results) a subscription of
+	// a kind that is not heads (send is its params as sent upstream)
+	// would have carried about block b, in order, for a resumed
+	// subscription; removed asks for them as a reorg takes them away
+	// (nil, nil when the family tells a reorg otherwise, with Reorg). nil
+	// when the family's subscriptions of such kinds cannot resume.
+	Backfill func(ctx context.Context, node Caller, kind string, send jsontext.Value, b Header, removed bool) ([]jsontext.Value, error)
 }
 
 // Contracts says where a method's params name the contracts (accounts) a

@@ -575,6 +575,7 @@ func (c *Config) Validate() error {
 		{"limits.max_subscriptions_per_connection", int64(l.MaxSubscriptionsPerConnection)},
 		{"limits.max_subscriptions_per_key", int64(l.MaxSubscriptionsPerKey)},
 		{"limits.max_notification_queue", int64(l.MaxNotificationQueue)},
+		{"limits.max_resume_blocks", int64(l.MaxResumeBlocks)},
 		{"limits.read_timeout", int64(l.ReadTimeout)},
 		{"limits.header_timeout", int64(l.HeaderTimeout)},
 		{"limits.write_timeout", int64(l.WriteTimeout)},

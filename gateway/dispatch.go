@@ -101,7 +101,13 @@ func (g *Gateway) subscribe(ctx context.Context, rq request, p *prepared) outcom
 	// that replaces it retires it only once the subscription ends.
 	use := rq.net.use
 	use.acquire()
-	return rq.net.Served.Subscribe(ctx, p.sub, p.subParams, rq.id, func() {
+	sp := p.subParams
+	if sp.Resume != nil {
+		r := *sp.Resume
+		r.Max = rq.st.limits.MaxResumeBlocks
+		sp.Resume = &r
+	}
+	return rq.net.Served.Subscribe(ctx, p.sub, sp, rq.id, func() {
 		release()
 		use.release()
 	})
@@ -117,7 +123,10 @@ func refundable(err error) bool {
 	var limit *portico.LimitError
 	var logs *portico.LogsTooLargeError
 	var wrong *portico.LogRangeError
+	var params *portico.ParamsError
 	switch {
+	case errors.As(err, &params):
+		return true // bad input, found once the call ran (a resume point): never charged
 	case errors.As(err, &up), errors.Is(err, portico.ErrUnverified):
 		return true
 	case errors.As(err, &logs):

@@ -105,6 +105,9 @@ func (f *logsNode) Subscribe(context.Context, upstream.SubRequest, func(string, 
 func (f *logsNode) CanSubscribe() bool             { return false }
 func (f *logsNode) Observe(string, portico.Header) {}
 func (f *logsNode) Poke()                          {}
+func (f *logsNode) Header(context.Context, uint64, string) (portico.Header, error) {
+	return portico.Header{}, upstream.ErrNoHeaders
+}
 
 // getLogs is the call eth_getLogs about filter.
 func getLogs(t *testing.T, filter string) Call {

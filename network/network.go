@@ -58,6 +58,9 @@ type Upstream interface {
 	// poll.
 	Observe(node string, h portico.Header)
 	Poke()
+	// Header reads the header of the block with hash (number when known)
+	// from the nodes: a resumed subscription's walk past the view.
+	Header(ctx context.Context, number uint64, hash string) (portico.Header, error)
 }
 
 var _ Upstream = (*upstream.Pool)(nil)

@@ -51,6 +51,7 @@ func Subscriptions() portico.Subscriptions {
 		HeadOf:                  headOf,
 		LogOf:                   logOf,
 		Removed:                 removed,
+		Backfill:                backfill,
 		UnknownID:               &subError{"subscription not found"},
 	}
 }
@@ -74,14 +75,33 @@ func SubscribeParams(raw jsontext.Value) (portico.SubParams, error) {
 	out := portico.SubParams{Kind: kind, Send: raw}
 	switch kind {
 	case "newHeads":
-		if len(p) > 1 {
-			return portico.SubParams{}, rpcparams.Errorf(2, "options", "newHeads takes no options")
-		}
 		out.Heads = true
+		if len(p) > 1 {
+			opts, err := rpcparams.Object(p[1], 2, "options", "resumeFrom")
+			if err != nil {
+				return portico.SubParams{}, rpcparams.Errorf(2, "options", `newHeads takes no options but {"resumeFrom": block hash}, got %s`, rpcparams.Describe(p[1]))
+			}
+			if out.Resume, err = resumeFrom(opts, "options.resumeFrom"); err != nil {
+				return portico.SubParams{}, err
+			}
+			out.Send = jsontext.Value(`["newHeads"]`)
+		}
 	case "logs":
 		if len(p) > 1 {
 			if err := logFilter(p[1]); err != nil {
 				return portico.SubParams{}, err
+			}
+			f, _ := rpcparams.Object(p[1], 2, "filter", logFilterMembers...)
+			if out.Resume, err = resumeFrom(f, "filter.resumeFrom"); err != nil {
+				return portico.SubParams{}, err
+			}
+			if out.Resume != nil {
+				delete(f, "resumeFrom")
+				filter, err := json.Marshal(f, json.Deterministic(true))
+				if err != nil {
+					return portico.SubParams{}, rpcparams.Errorf(2, "filter", "%v", err)
+				}
+				out.Send = jsontext.Value(`["logs",` + string(filter) + `]`)
 			}
 		}
 	case "newPendingTransactions":
@@ -94,13 +114,33 @@ func SubscribeParams(raw jsontext.Value) (portico.SubParams, error) {
 	return out, nil
 }
 
+// logFilterMembers are the members a logs subscription's filter may have:
+// geth's, and Portico's resumeFrom (docs/subscriptions.md).
+var logFilterMembers = []string{"address", "topics", "fromBlock", "toBlock", "blockHash", "resumeFrom"}
+
+// resumeFrom reads a resume point, the hash of the last block the client
+// saw, from member resumeFrom of obj (field names it for errors); nil when
+// there is none.
+func resumeFrom(obj map[string]jsontext.Value, field string) (*portico.Resume, error) {
+	v, ok := obj["resumeFrom"]
+	if !ok {
+		return nil, nil
+	}
+	if err := hash(v, 2, field); err != nil {
+		return nil, err
+	}
+	var h string
+	_ = json.Unmarshal(v, &h)
+	return &portico.Resume{Hash: strings.ToLower(h), Position: 2, Field: field}, nil
+}
+
 // logFilter checks a logs subscription's filter: address (one or an array)
 // and topics (up to four positions, each null, a hash or an array of
 // hashes), as geth reads them. fromBlock, toBlock and blockHash, which
 // clients send out of habit (go-ethereum's ethclient does), are checked
 // and, as geth does for subscriptions, have no effect.
 func logFilter(v jsontext.Value) error {
-	f, err := rpcparams.Object(v, 2, "filter", "address", "topics", "fromBlock", "toBlock", "blockHash")
+	f, err := rpcparams.Object(v, 2, "filter", logFilterMembers...)
 	if err != nil {
 		return err
 	}
@@ -216,6 +256,46 @@ func logOf(kind string, result jsontext.Value) (portico.Header, bool, bool) {
 		return portico.Header{}, false, false
 	}
 	return portico.Header{Number: n, Hash: strings.ToLower(l.BlockHash)}, l.Removed, true
+}
+
+// backfill makes a logs subscription's notifications about block b, for
+// a resumed subscription: the node's logs of b (by its hash) that the
+// subscription's filter matches, marked removed when asked.
+func backfill(ctx context.Context, node portico.Caller, kind string, send jsontext.Value, b portico.Header, removedToo bool) ([]jsontext.Value, error) {
+	if kind != "logs" {
+		return nil, nil
+	}
+	var params []jsontext.Value
+	if err := json.Unmarshal(send, &params); err != nil {
+		return nil, err
+	}
+	filter := map[string]jsontext.Value{}
+	if len(params) > 1 && params[1].Kind() == '{' {
+		if err := json.Unmarshal(params[1], &filter); err != nil {
+			return nil, err
+		}
+	}
+	delete(filter, "fromBlock")
+	delete(filter, "toBlock")
+	filter["blockHash"] = jsontext.Value(`"` + b.Hash + `"`)
+	q, err := json.Marshal([]any{filter})
+	if err != nil {
+		return nil, err
+	}
+	res, err := node.Call(ctx, "eth_getLogs", q, nil)
+	if err != nil {
+		return nil, err
+	}
+	var logs []jsontext.Value
+	if err := json.Unmarshal(res, &logs); err != nil {
+		return nil, err
+	}
+	if removedToo {
+		for i, l := range logs {
+			logs[i] = removed(l)
+		}
+	}
+	return logs, nil
 }
 
 // removed writes a log as a reorg took it away: "removed": true, as geth

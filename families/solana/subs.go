@@ -63,6 +63,8 @@ func Subscriptions() portico.Subscriptions {
 		DefaultNotificationCost: defaultNotificationCost,
 		Seq:                     slotOf,
 		Head:                    slotHead,
+		BlockOf:                 notificationSlot,
+		Backfill:                backfill,
 		UnknownID:               &subError{"Invalid subscription id."},
 	}
 }
@@ -76,8 +78,16 @@ func (e *subError) ErrorCode() int { return -32602 }
 // noSubParams is the rule of a subscription that takes no params.
 func noSubParams(kind string, heads bool) func(jsontext.Value) (portico.SubParams, error) {
 	return func(raw jsontext.Value) (portico.SubParams, error) {
-		if _, err := positional(raw, 0); err != nil {
+		p, err := positional(raw, 0)
+		if err != nil {
+			var all []jsontext.Value
+			if json.Unmarshal(raw, &all) == nil && asksResume(all) {
+				return portico.SubParams{}, errCannotResume(kind)
+			}
 			return portico.SubParams{}, err
+		}
+		if asksResume(p) {
+			return portico.SubParams{}, errCannotResume(kind)
 		}
 		return portico.SubParams{Kind: kind, Send: jsontext.Value("[]"), Heads: heads}, nil
 	}
@@ -211,14 +221,18 @@ func logsSubParams(raw jsontext.Value) (portico.SubParams, error) {
 			return portico.SubParams{}, err
 		}
 	}
-	cfg, err := config(p, 1, "commitment")
+	cfg, err := config(p, 1, "commitment", "resumeFrom")
 	if err != nil {
 		return portico.SubParams{}, err
 	}
 	if err := checkCommitment(cfg, 2, commitments...); err != nil {
 		return portico.SubParams{}, err
 	}
-	return portico.SubParams{Kind: "logs", Send: raw}, nil
+	resume, send, err := resumeConfig(raw, p, cfg)
+	if err != nil {
+		return portico.SubParams{}, err
+	}
+	return portico.SubParams{Kind: "logs", Send: send, Resume: resume}, nil
 }
 
 func signatureSubParams(raw jsontext.Value) (portico.SubParams, error) {
@@ -264,7 +278,7 @@ func blockSubParams(raw jsontext.Value) (portico.SubParams, error) {
 			return portico.SubParams{}, err
 		}
 	}
-	cfg, err := config(p, 1, "commitment", "encoding", "transactionDetails", "showRewards", "maxSupportedTransactionVersion")
+	cfg, err := config(p, 1, "commitment", "encoding", "transactionDetails", "showRewards", "maxSupportedTransactionVersion", "resumeFrom")
 	if err != nil {
 		return portico.SubParams{}, err
 	}
@@ -289,7 +303,14 @@ func blockSubParams(raw jsontext.Value) (portico.SubParams, error) {
 	if _, _, err := checkUint(cfg, 2, "maxSupportedTransactionVersion", 255); err != nil {
 		return portico.SubParams{}, err
 	}
-	return portico.SubParams{Kind: "block", Send: raw}, nil
+	resume, send, err := resumeConfig(raw, p, cfg)
+	if err != nil {
+		return portico.SubParams{}, err
+	}
+	if resume != nil && p[0].Kind() != '"' {
+		return portico.SubParams{}, rpcparams.Errorf(2, "config.resumeFrom", `a block subscription resumes with the filter "all" only`)
+	}
+	return portico.SubParams{Kind: "block", Send: send, Resume: resume}, nil
 }
 
 // slotOf reads the slot of a slot notification.

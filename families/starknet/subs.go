@@ -62,28 +62,40 @@ func Subscriptions() portico.Subscriptions {
 		Head:                    head,
 		HeadOf:                  headOf,
 		Reorg:                   reorgNotice,
+		BlockOf:                 eventBlock,
+		Backfill:                backfillEvents,
 		UnknownID:               ErrInvalidSubscriptionID,
 	}
 }
 
-// subscriptionBlockID checks a SUBSCRIPTION_BLOCK_ID and reports whether
-// it names a past block: such a subscription replays from there, so it is
-// not shared with other clients.
-func subscriptionBlockID(p map[string]jsontext.Value, at int) (past bool, err error) {
+// subscriptionBlockID reads a SUBSCRIPTION_BLOCK_ID: a past block
+// (by hash or number) is where the subscription resumes from, inclusive,
+// served from the chain view (docs/subscriptions.md); latest, or none,
+// is nil.
+func subscriptionBlockID(p map[string]jsontext.Value, at int) (*portico.Resume, error) {
 	v, ok := p["block_id"]
 	if !ok {
-		return false, nil
+		return nil, nil
 	}
 	if v.Kind() == '"' {
 		if _, err := rpcparams.Enum(v, at, "block_id", "latest"); err != nil {
-			return false, rpcparams.Errorf(at, "block_id", "%s, got %s", errSubscriptionBlockIDTag, rpcparams.Describe(v))
+			return nil, rpcparams.Errorf(at, "block_id", "%s, got %s", errSubscriptionBlockIDTag, rpcparams.Describe(v))
 		}
-		return false, nil
+		return nil, nil
 	}
-	if _, err := blockID(v, at, "block_id"); err != nil {
-		return false, err
+	b, err := blockID(v, at, "block_id")
+	if err != nil {
+		return nil, err
 	}
-	return true, nil
+	r := &portico.Resume{Number: b.Number, Inclusive: true, Position: at, Field: "block_id"}
+	if b.Kind == portico.BlockHash {
+		var id struct {
+			Hash string `json:"block_hash"`
+		}
+		_ = json.Unmarshal(v, &id, json.RejectUnknownMembers(false))
+		r.Hash = hashForm(id.Hash)
+	}
+	return r, nil
 }
 
 func newHeadsParams(raw jsontext.Value) (portico.SubParams, error) {
@@ -94,11 +106,15 @@ func newHeadsParams(raw jsontext.Value) (portico.SubParams, error) {
 	if err != nil {
 		return portico.SubParams{}, err
 	}
-	past, err := subscriptionBlockID(p, pos(named, 0))
+	resume, err := subscriptionBlockID(p, pos(named, 0))
 	if err != nil {
 		return portico.SubParams{}, err
 	}
-	return portico.SubParams{Kind: "newHeads", Send: raw, Heads: !past, Private: past}, nil
+	out := portico.SubParams{Kind: "newHeads", Send: raw, Heads: true, Resume: resume}
+	if resume != nil {
+		out.Send = jsontext.Value("{}") // the live part, shared
+	}
+	return out, nil
 }
 
 func eventsSubParams(raw jsontext.Value) (portico.SubParams, error) {
@@ -119,11 +135,19 @@ func eventsSubParams(raw jsontext.Value) (portico.SubParams, error) {
 			return portico.SubParams{}, err
 		}
 	}
-	past, err := subscriptionBlockID(p, pos(named, 2))
+	resume, err := subscriptionBlockID(p, pos(named, 2))
 	if err != nil {
 		return portico.SubParams{}, err
 	}
-	return portico.SubParams{Kind: "events", Send: raw, Private: past}, nil
+	out := portico.SubParams{Kind: "events", Send: raw, Resume: resume}
+	if resume != nil {
+		// The live part, shared, by name.
+		delete(p, "block_id")
+		if out.Send, err = json.Marshal(p, json.Deterministic(true)); err != nil {
+			return portico.SubParams{}, rpcparams.Errorf(0, "", "%v", err)
+		}
+	}
+	return out, nil
 }
 
 func txStatusParams(raw jsontext.Value) (portico.SubParams, error) {
@@ -228,4 +252,70 @@ func head(ctx context.Context, node portico.Caller, _ string, b portico.Header, 
 	delete(block, "transactions")
 	delete(block, "status")
 	return json.Marshal(block, json.Deterministic(true))
+}
+
+// eventBlock reads the block an event notification is about.
+func eventBlock(kind string, result jsontext.Value) (portico.Header, bool, bool) {
+	if kind != "events" {
+		return portico.Header{}, false, false
+	}
+	var e struct {
+		Hash   string  `json:"block_hash"`
+		Number *uint64 `json:"block_number"`
+	}
+	if json.Unmarshal(result, &e, json.RejectUnknownMembers(false)) != nil || e.Hash == "" || e.Number == nil {
+		return portico.Header{}, false, false
+	}
+	return portico.Header{Number: *e.Number, Hash: hashForm(e.Hash)}, false, true
+}
+
+// maxEventPages bounds the pages of one block's events a backfill reads.
+const maxEventPages = 64
+
+// backfillEvents makes an events subscription's notifications about
+// block b, for a resumed subscription: the node's events of b (by its
+// hash) that the subscription's filter matches, each an EMITTED_EVENT as
+// the notification carries it. A reorg is told by the spec's reorg
+// notice, so removed asks for nothing.
+func backfillEvents(ctx context.Context, node portico.Caller, kind string, send jsontext.Value, b portico.Header, removed bool) ([]jsontext.Value, error) {
+	if kind != "events" || removed {
+		return nil, nil
+	}
+	filter := map[string]jsontext.Value{}
+	if send.Kind() == '{' {
+		if err := json.Unmarshal(send, &filter); err != nil {
+			return nil, err
+		}
+	}
+	if a, ok := filter["from_address"]; ok {
+		filter["address"] = a
+		delete(filter, "from_address")
+	}
+	id := jsontext.Value(`{"block_hash":"` + b.Hash + `"}`)
+	filter["from_block"], filter["to_block"] = id, id
+	filter["chunk_size"] = jsontext.Value("1000")
+	var out []jsontext.Value
+	for range maxEventPages {
+		q, err := json.Marshal(map[string]any{"filter": filter})
+		if err != nil {
+			return nil, err
+		}
+		res, err := node.Call(ctx, "starknet_getEvents", q, nil)
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Events []jsontext.Value `json:"events"`
+			Token  string           `json:"continuation_token"`
+		}
+		if err := json.Unmarshal(res, &page, json.RejectUnknownMembers(false)); err != nil {
+			return nil, err
+		}
+		out = append(out, page.Events...)
+		if page.Token == "" {
+			return out, nil
+		}
+		filter["continuation_token"], _ = json.Marshal(page.Token)
+	}
+	return out, nil
 }

@@ -390,3 +390,16 @@ func (v *View) prune() {
 		}
 	}
 }
+
+// Lookup returns the header with hash, on the served chain or among the
+// headers seen off it (blocks a reorg dropped, other nodes' heads), and
+// whether it is on the served chain.
+func (v *View) Lookup(hash string) (h Header, onChain, ok bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if p, on := v.pos[hash]; on {
+		return v.chain[p-v.base], true, true
+	}
+	h, ok = v.side[hash]
+	return h, false, ok
+}

@@ -206,6 +206,7 @@ func (t *topic) upstreamLog(result jsontext.Value) {
 	case view.OnChain(b.Hash):
 		t.send(t.rule.Notification, result)
 		ls.keep(b.Hash, result)
+		t.hub.logMem.add(t.key.params, b.Hash, result)
 	default:
 		h := ls.held[b.Hash]
 		if h.logs == nil {
@@ -244,6 +245,9 @@ func (t *topic) viewLogs(sw chainview.Switch) {
 			t.send(t.rule.Notification, l)
 		}
 		ls.sent[a.Hash] = append(ls.sent[a.Hash], h.logs...)
+		for _, l := range h.logs {
+			t.hub.logMem.add(t.key.params, a.Hash, l)
+		}
 	}
 	// Blocks the view let go (final, or older than it keeps) cannot be
 	// removed any more: their logs go.

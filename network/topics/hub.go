@@ -51,6 +51,9 @@ type Upstream interface {
 	// Poke has it catch up with the nodes now.
 	Observe(node string, h portico.Header)
 	Poke()
+	// Header reads the header of the block with hash (number when known)
+	// from the nodes: a resumed subscription's walk past the view.
+	Header(ctx context.Context, number uint64, hash string) (portico.Header, error)
 }
 
 // Account is a key's prepaid credits for one kind of notification, as
@@ -103,6 +106,9 @@ type Hub struct {
 	mu     sync.Mutex
 	topics map[topicKey]*topic
 	next   atomic.Uint64 // ids of integer and string id families
+	// logMem keeps the logs sent, for clients that resume from a block a
+	// reorg dropped (resume.go).
+	logMem *logMemory
 }
 
 // New builds a network's hub; it starts nothing.
@@ -112,7 +118,7 @@ func New(cfg Config) *Hub {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Hub{n: &network{name: cfg.Network, up: cfg.Upstream, log: log, metrics: cfg.Metrics},
-		subs: cfg.Subs, acc: cfg.Accounts, topics: map[topicKey]*topic{}}
+		subs: cfg.Subs, acc: cfg.Accounts, topics: map[topicKey]*topic{}, logMem: &logMemory{view: cfg.Upstream.View()}}
 }
 
 // pay charges c's key for one notification of cost credits.
@@ -130,6 +136,9 @@ type clientSub struct {
 	ident apikey.Identity
 	acct  Account // its key's prepaid notifications of this kind
 	t     *topic
+	// resume is set for a resumed subscription until its backfill is
+	// sent (resume.go).
+	resume *resumer
 }
 
 // Subscribe serves a subscribe call that came over a WebSocket (ctx
@@ -149,7 +158,25 @@ func (h *Hub) Subscribe(ctx context.Context, rule *portico.Subscription, sp port
 		return nil, err
 	}
 	c := &clientSub{sub: s, ident: key, acct: h.acc.Join(key, rule.Notification+"."+sp.Kind)}
+	if sp.Resume != nil {
+		if err := h.resumable(sp); err != nil {
+			h.acc.Leave(c.acct)
+			s.End()
+			onEnd()
+			return nil, err
+		}
+		c.resume = &resumer{}
+	}
 	t, err := h.join(ctx, rule, sp, c)
+	if err == nil && c.resume != nil {
+		// Joined first, so that what the plan does not hold comes live.
+		if !sp.Heads {
+			h.settle(ctx)
+		}
+		if c.resume.plan, err = h.plan(ctx, sp.Resume); err != nil {
+			t.leave(c)
+		}
+	}
 	if err != nil {
 		h.acc.Leave(c.acct)
 		s.End()
@@ -157,6 +184,9 @@ func (h *Hub) Subscribe(ctx context.Context, rule *portico.Subscription, sp port
 		return nil, err
 	}
 	c.t = t
+	if c.resume != nil {
+		t.startResume(ctx, c)
+	}
 	// What the closure keeps for the subscription's life is named here,
 	// so that it holds these strings and not the whole call.
 	network, kind := n.name, sp.Kind

@@ -334,13 +334,13 @@ func (t *topic) send(method string, result jsontext.Value) {
 	if len(clients) == 0 {
 		return
 	}
-	cost := int64(t.subs.DefaultNotificationCost)
-	if c, ok := t.rule.NotificationCost[t.sp.Kind]; ok {
-		cost = int64(c)
-	}
+	cost := t.cost()
 	prefix, suffix := t.envelope(method, result)
 	sent := 0
 	for _, c := range clients {
+		if c.resume != nil && c.resume.hold(method, result) {
+			continue // sent after its backfill (resume.go)
+		}
 		if err := t.hub.pay(c, cost); err != nil {
 			t.refuse(c, err)
 			continue

@@ -317,6 +317,20 @@ func (p *Pool) Poke() {
 // View returns the network's chain view: the served chain by hash.
 func (p *Pool) View() *chainview.View { return p.view }
 
+// ErrNoHeaders is Header's error on a network whose family's blocks have
+// no hashes to follow.
+var ErrNoHeaders = errors.New("upstream: this network's blocks have no headers by hash")
+
+// Header reads the header of the block with hash (whose number is
+// number, when known) from the nodes, as the chain view links its heads:
+// for a resumed subscription that starts before the view's oldest block.
+func (p *Pool) Header(ctx context.Context, number uint64, hash string) (portico.Header, error) {
+	if p.chain.Header == nil {
+		return portico.Header{}, ErrNoHeaders
+	}
+	return p.chain.Header(ctx, p, number, hash)
+}
+
 // Heads returns the network's heads: the best of its nodes'.
 func (p *Pool) Heads() portico.Heads {
 	p.mu.Lock()
