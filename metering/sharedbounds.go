@@ -241,6 +241,10 @@ func (b *SharedBounds) fallback() error {
 	return nil
 }
 
+// Down reports whether the bounds hold per instance (or refuse) because
+// Redis failed, and have not found it answering since.
+func (b *SharedBounds) Down() bool { return b.downUntil.Load() != 0 }
+
 // answered notes that Redis answered.
 func (b *SharedBounds) answered() {
 	if b.downUntil.Load() != 0 && b.downUntil.Swap(0) != 0 {
