@@ -2,8 +2,8 @@ package metering_test
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
