@@ -213,10 +213,17 @@ func (b *SharedBounds) token() string {
 	return b.instance + ":" + strconv.FormatUint(b.seq.Add(1), 36)
 }
 
-// shared reports whether Redis is to be asked now.
+// shared reports whether Redis is to be asked now: while it answers, or
+// by one caller at a time once downFor has passed since it failed (the
+// others keep to this instance's bounds meanwhile, rather than queue
+// behind a dead server).
 func (b *SharedBounds) shared() bool {
 	d := b.downUntil.Load()
-	return d == 0 || time.Now().UnixNano() >= d
+	if d == 0 {
+		return true
+	}
+	now := time.Now().UnixNano()
+	return now >= d && b.downUntil.CompareAndSwap(d, now+int64(downFor))
 }
 
 // failed notes that Redis did not answer and returns what to do with the

@@ -69,10 +69,15 @@ func (r *Redis) keyOf(client netip.Addr) string {
 
 func (r *Redis) all() string { return r.prefix + "admintoken:all" }
 
-// up reports whether Redis is to be asked.
+// up reports whether Redis is to be asked: while it answers, or by one
+// check at a time once downFor has passed since it failed.
 func (r *Redis) up() bool {
 	d := r.downUntil.Load()
-	return d == 0 || time.Now().UnixNano() >= d
+	if d == 0 {
+		return true
+	}
+	now := time.Now().UnixNano()
+	return now >= d && r.downUntil.CompareAndSwap(d, now+int64(downFor))
 }
 
 // note records whether a round trip failed.

@@ -54,9 +54,20 @@ var errDown = errors.New("limit: redis is down")
 // downFor is how long Redis is left alone after it failed.
 const downFor = time.Second
 
+// up reports whether Redis is to be asked: while it answers, or by one
+// question at a time once downFor has passed since it failed.
+func (r *Redis) up() bool {
+	d := r.downUntil.Load()
+	if d == 0 {
+		return true
+	}
+	now := time.Now().UnixNano()
+	return now >= d && r.downUntil.CompareAndSwap(d, now+int64(downFor))
+}
+
 // run runs script on key, unless Redis failed less than downFor ago.
 func (r *Redis) run(ctx context.Context, script *redis.Script, key string, args ...any) ([]int64, error) {
-	if d := r.downUntil.Load(); d != 0 && time.Now().UnixNano() < d {
+	if !r.up() {
 		return nil, errDown
 	}
 	res, err := script.Run(ctx, r.rdb, []string{key}, args...).Int64Slice()
@@ -162,7 +173,7 @@ func (r *Redis) BackoffState(ctx context.Context, name, key string) (int, time.D
 
 // BackoffReset implements Shared.
 func (r *Redis) BackoffReset(ctx context.Context, name, key string) error {
-	if d := r.downUntil.Load(); d != 0 && time.Now().UnixNano() < d {
+	if !r.up() {
 		return errDown
 	}
 	return r.rdb.Del(ctx, r.key(name, key)).Err()
