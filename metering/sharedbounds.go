@@ -229,6 +229,9 @@ func (b *SharedBounds) shared() bool {
 // failed notes that Redis did not answer and returns what to do with the
 // operation: the error to refuse it with, or nil to bound it here.
 func (b *SharedBounds) failed(err error) error {
+	if errors.Is(err, errClosed) {
+		return b.fallback() // shutting down, not a Redis failure
+	}
 	if b.downUntil.Swap(time.Now().Add(downFor).UnixNano()) == 0 {
 		if b.refuse {
 			b.log.Error("metering: Redis does not answer: calls of keys with bounds are refused until it does", "err", err)
