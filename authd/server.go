@@ -88,6 +88,10 @@ type Config struct {
 	// the session server. Zero fields take the defaults (docs/auth.md).
 	Limits        login.Limits
 	SessionLimits sessionserver.Limits
+	// Redis, if set (a redis:// URL), counts those limits across every
+	// instance that shares it, under RedisPrefix ("portico:auth:" if
+	// empty); without it each instance counts its own.
+	Redis, RedisPrefix string
 	// Now is the session server's clock (record expiry and its limits);
 	// time.Now if nil.
 	Now func() time.Time
@@ -160,7 +164,15 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.closers = append(s.closers, db.Close)
-	sessions := sessionserver.New(sessionserver.Config{Store: db, Logger: log, ClientIPHeader: cfg.ClientIPHeader, Limits: cfg.SessionLimits, Now: cfg.Now})
+	shared, err := openShared(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if shared != nil {
+		s.closers = append(s.closers, shared.Close)
+	}
+	sessions := sessionserver.New(sessionserver.Config{Store: db, Logger: log, ClientIPHeader: cfg.ClientIPHeader, Limits: cfg.SessionLimits, Now: cfg.Now,
+		Shared: shared.limits()})
 
 	registry, err := openClients(ctx, cfg)
 	if err != nil {
@@ -179,7 +191,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 
 	pages := login.Config{BaseURLs: login.DefaultBaseURLs(public), OIDC: cfg.Login.OIDC, Verifiers: cfg.Login.Verifiers,
-		Logger: log, Sessions: sessions.Client(), Clients: reg, Limits: cfg.Limits, ClientIPHeader: cfg.ClientIPHeader}
+		Logger: log, Sessions: sessions.Client(), Clients: reg, Limits: cfg.Limits, ClientIPHeader: cfg.ClientIPHeader, Shared: shared.limits()}
 	maps.Copy(pages.BaseURLs, cfg.Login.BaseURLs)
 	on, err := cfg.Login.passwordless(cfg.DevLogCodes)
 	if err != nil {

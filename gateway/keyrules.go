@@ -17,7 +17,7 @@ import (
 // checked once per request (HTTP request or WebSocket handshake), before
 // any allowlist, so that a caller without them learns nothing of the key's
 // settings; its User-Agent list once per request; its contract-address
-// list per call; its bounds on calls per request body (metering.Calls).
+// list per call; its bounds on calls per request body (metering.Bounds).
 // A key without rules (Identity.Rules nil) skips all of it.
 
 // authorize checks a request's credentials beyond the key in the path:

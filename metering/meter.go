@@ -2,9 +2,11 @@
 // call is charged against its key's daily balance and rate limit, and
 // given back when it did not cost them (Meter, the one interface the
 // gateway and the networks charge through; Ledger is the one that keeps
-// per-day, per-method usage history); a key's own bounds on calls in
-// flight and per second (Calls); what log queries cost (LogPrice); and
-// the prepaid credits of notifications (Prepaid).
+// per-day, per-method usage history); a key's bounds on calls in flight
+// and per second, WebSocket connections and subscriptions (Bounds: Calls
+// in this process, SharedBounds across instances in Redis); what log
+// queries cost (LogPrice); and the prepaid credits of notifications
+// (Prepaid).
 //
 // A charge goes through three parts:
 //

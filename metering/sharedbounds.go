@@ -213,15 +213,25 @@ func (b *SharedBounds) token() string {
 	return b.instance + ":" + strconv.FormatUint(b.seq.Add(1), 36)
 }
 
-// shared reports whether Redis is to be asked now.
+// shared reports whether Redis is to be asked now: while it answers, or
+// by one caller at a time once downFor has passed since it failed (the
+// others keep to this instance's bounds meanwhile, rather than queue
+// behind a dead server).
 func (b *SharedBounds) shared() bool {
 	d := b.downUntil.Load()
-	return d == 0 || time.Now().UnixNano() >= d
+	if d == 0 {
+		return true
+	}
+	now := time.Now().UnixNano()
+	return now >= d && b.downUntil.CompareAndSwap(d, now+int64(downFor))
 }
 
 // failed notes that Redis did not answer and returns what to do with the
 // operation: the error to refuse it with, or nil to bound it here.
 func (b *SharedBounds) failed(err error) error {
+	if errors.Is(err, errClosed) {
+		return b.fallback() // shutting down, not a Redis failure
+	}
 	if b.downUntil.Swap(time.Now().Add(downFor).UnixNano()) == 0 {
 		if b.refuse {
 			b.log.Error("metering: Redis does not answer: calls of keys with bounds are refused until it does", "err", err)
@@ -240,6 +250,10 @@ func (b *SharedBounds) fallback() error {
 	}
 	return nil
 }
+
+// Down reports whether the bounds hold per instance (or refuse) because
+// Redis failed, and have not found it answering since.
+func (b *SharedBounds) Down() bool { return b.downUntil.Load() != 0 }
 
 // answered notes that Redis answered.
 func (b *SharedBounds) answered() {

@@ -3,6 +3,7 @@ package metering_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -269,4 +270,38 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// BenchmarkSharedBounds admits and releases calls of one key with bounds
+// (1,000,000 a second, 1,000 in flight: never refused) from parallel
+// goroutines on one instance, and reports the Redis round trips per call.
+func BenchmarkSharedBounds(b *testing.B) {
+	for _, parallel := range []int{1, 8} {
+		b.Run(fmt.Sprintf("callers=%dxGOMAXPROCS", parallel), func(b *testing.B) { benchSharedBounds(b, parallel) })
+	}
+}
+
+func benchSharedBounds(b *testing.B, parallel int) {
+	url, prefix := testsvc.Redis(b)
+	opts, _ := redis.ParseURL(url)
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	sb := metering.NewSharedBounds(rdb, metering.SharedBoundsConfig{Prefix: prefix})
+	defer sb.Close()
+	id := limitedKey(1, 1_000_000, 1000)
+	ctx := context.Background()
+	b.SetParallelism(parallel)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			rel, err := sb.Calls(ctx, id, 1)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			rel()
+		}
+	})
+	st := sb.Stats()
+	b.ReportMetric(float64(st.RoundTrips)/float64(b.N), "trips/call")
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/admin"
+	"github.com/porticohq/portico/admin/admintoken"
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
@@ -72,6 +73,9 @@ type Server struct {
 	// Bounds holds keys' bounds on calls, connections and subscriptions
 	// across instances (metering.redis); nil keeps them in the gateway.
 	Bounds *metering.SharedBounds
+	// tokens counts the admin API's and the dashboard's wrong tokens
+	// across instances (metering.redis); nil counts them here.
+	tokens admintoken.Shared
 	// MetricsAddr is the address of metrics.listen, when set.
 	MetricsAddr string
 
@@ -359,7 +363,11 @@ func (m *Server) sharedHandler() (fasthttp.RequestHandler, *dashboardLinks, erro
 	if m.Config.Admin.Token == "" {
 		return handler, nil, nil
 	}
-	api, err := admin.New(admin.Config{Token: m.Config.Admin.Token, Store: m.Store, Meter: m.Meter,
+	tokens, err := admintoken.New(admintoken.Config{Token: m.Config.Admin.Token, Shared: m.tokens})
+	if err != nil {
+		return nil, nil, err
+	}
+	api, err := admin.New(admin.Config{Token: m.Config.Admin.Token, Tokens: tokens, Store: m.Store, Meter: m.Meter,
 		DefaultDailyCredits: m.Config.Metering.DefaultDailyCredits, Logger: m.log, Nodes: m.nodes, Reload: m.reloadFromAdmin})
 	if err != nil {
 		return nil, nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/porticohq/portico/admin/admintoken"
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metering/apikey"
@@ -224,6 +225,7 @@ func (m *Server) newMeter(ctx context.Context, s *store.Store) (*metering.Ledger
 			Refuse: cfg.Metering.RedisUnreachable == config.RedisRefuse, Logger: m.log})
 		m.closers = append(m.closers, sb) // closed before the client
 		m.Bounds = sb
+		m.tokens = admintoken.NewRedis(rdb, cfg.Metering.RedisPrefix)
 	}
 	mc := metering.Config{Counter: counter, Store: s, FlushInterval: cfg.Metering.FlushInterval, Logger: m.log}
 	if cfg.DataDir != "" {

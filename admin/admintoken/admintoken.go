@@ -79,6 +79,9 @@ type Config struct {
 	// Sleep waits d or until ctx ends; nil waits on a timer. Tests pass a
 	// fake one that moves their clock.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Shared, if set, counts the wrong tokens told across the instances
+	// that share it (Redis, issue 37); nil counts them in this process.
+	Shared Shared
 }
 
 // Checker checks presented tokens against the admin token. Safe for
@@ -88,6 +91,7 @@ type Checker struct {
 	lim    Limits
 	now    func() time.Time
 	sleep  func(ctx context.Context, d time.Duration) error
+	shared Shared
 
 	mu      sync.Mutex
 	clients map[netip.Addr]*failures
@@ -114,7 +118,7 @@ func New(cfg Config) (*Checker, error) {
 		return nil, errors.New("admintoken: Limits need Free and GlobalFree of 0 or more, 0 < Base <= Max, a positive Forget and MaxClients")
 	}
 	c := &Checker{digest: sha256.Sum256([]byte(cfg.Token)), lim: lim, now: cfg.Now, sleep: cfg.Sleep,
-		clients: map[netip.Addr]*failures{}}
+		shared: cfg.Shared, clients: map[netip.Addr]*failures{}}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -134,7 +138,14 @@ func (c *Checker) Limits() Limits { return c.lim }
 func (c *Checker) Check(ctx context.Context, client netip.Addr, presented string) (bool, time.Duration, error) {
 	got := sha256.Sum256([]byte(presented))
 	wrong := subtle.ConstantTimeCompare(got[:], c.digest[:]) != 1
-	wait, global := c.reserve(client, wrong)
+	var own, all *Told
+	if c.shared != nil {
+		o, a, err := c.shared.Failures(ctx, client)
+		if err == nil {
+			own, all = &o, &a
+		}
+	}
+	wait, global := c.reserve(client, wrong, own, all)
 	if wait > 0 {
 		if err := c.sleep(ctx, wait); err != nil {
 			c.settle(client, wrong, global, false)
@@ -142,14 +153,30 @@ func (c *Checker) Check(ctx context.Context, client netip.Addr, presented string
 		}
 	}
 	c.settle(client, wrong, global, true)
+	if wrong && c.shared != nil {
+		_ = c.shared.Fail(ctx, client, global, c.now(), c.lim.Forget) // counted in memory too
+	}
 	return !wrong, wait, nil
+}
+
+// learn takes what the other instances told into f: the larger count and
+// the later last wrong token. Called with mu held.
+func learn(f *failures, t *Told) {
+	if t == nil {
+		return
+	}
+	f.n = max(f.n, t.N)
+	if t.Last.After(f.last) {
+		f.last = t.Last
+	}
 }
 
 // reserve returns how long a check from client must wait, the later of the
 // address's and the global delay and at most Max, and counts a wrong token
 // as pending: for the address, and for the global ceiling (global) when
-// it is one of the address's free ones.
-func (c *Checker) reserve(client netip.Addr, wrong bool) (wait time.Duration, global bool) {
+// it is one of the address's free ones. own and all, when not nil, are
+// the wrong tokens every instance told (Shared).
+func (c *Checker) reserve(client netip.Addr, wrong bool, own, all *Told) (wait time.Duration, global bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -157,6 +184,8 @@ func (c *Checker) reserve(client netip.Addr, wrong bool) (wait time.Duration, gl
 	if f == nil {
 		f = &failures{}
 	}
+	learn(f, own)
+	learn(&c.global, all)
 	until := c.until(f, c.lim.Free, now)
 	if g := c.until(&c.global, c.lim.GlobalFree, now); g.After(until) {
 		until = g

@@ -20,7 +20,7 @@ const DefaultMaxKeys = 100_000
 // Window allows at most Limit units per key in each window of Per (units
 // are requests, bytes or codes, as the caller counts them). A zero Limit
 // allows everything. Set the fields before first use; safe for concurrent
-// use.
+// use. With Shared set the windows are counted there, across instances.
 type Window struct {
 	// Limit is the units allowed per key and window.
 	Limit int
@@ -31,6 +31,11 @@ type Window struct {
 	MaxKeys int
 	// Now is the clock; time.Now if nil.
 	Now func() time.Time
+	// Shared, if set, counts the windows across instances, under Name
+	// (unique among the limits sharing it); the memory counts only while
+	// Shared fails.
+	Shared Shared
+	Name   string
 
 	mu sync.Mutex
 	m  map[string]*window
@@ -60,6 +65,14 @@ func (w *Window) Allow(key string, n int) bool {
 func (w *Window) Take(key string, n int) (bool, time.Duration) {
 	if w == nil || w.Limit <= 0 {
 		return true, 0
+	}
+	if w.Shared != nil {
+		ctx, cancel := sharedCtx()
+		ok, wait, err := w.Shared.WindowTake(ctx, w.Name, key, n, w.Limit, w.Per)
+		cancel()
+		if err == nil {
+			return ok, wait
+		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -114,6 +127,7 @@ func (w *Window) makeRoomLocked(now time.Time) {
 // each one after that locks the key for Base, doubling up to Max. A key's
 // failures are forgotten Forget after its last one, or at Reset (a
 // success). Set the fields before first use; safe for concurrent use.
+// With Shared set the failures are counted there, across instances.
 type Backoff struct {
 	// Free is how many failures are allowed before the first lock.
 	Free int
@@ -128,6 +142,11 @@ type Backoff struct {
 	MaxKeys int
 	// Now is the clock; time.Now if nil.
 	Now func() time.Time
+	// Shared, if set, counts the failures across instances, under Name
+	// (unique among the limits sharing it); the memory counts only while
+	// Shared fails.
+	Shared Shared
+	Name   string
 
 	mu sync.Mutex
 	m  map[string]*failures
@@ -148,6 +167,14 @@ func (b *Backoff) now() time.Time {
 
 // Wait is how long key is still locked; 0 means it may try now.
 func (b *Backoff) Wait(key string) time.Duration {
+	if b.Shared != nil {
+		ctx, cancel := sharedCtx()
+		_, wait, err := b.Shared.BackoffState(ctx, b.Name, key)
+		cancel()
+		if err == nil {
+			return wait
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	f := b.getLocked(key, b.now())
@@ -162,6 +189,14 @@ func (b *Backoff) Wait(key string) time.Duration {
 
 // Failures is the key's count of failures not yet forgotten.
 func (b *Backoff) Failures(key string) int {
+	if b.Shared != nil {
+		ctx, cancel := sharedCtx()
+		n, _, err := b.Shared.BackoffState(ctx, b.Name, key)
+		cancel()
+		if err == nil {
+			return n
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if f := b.getLocked(key, b.now()); f != nil {
@@ -185,6 +220,14 @@ func (b *Backoff) getLocked(key string, now time.Time) *failures {
 // Fail records a failure and returns the key's failures and the lock it
 // now has (0 while within Free).
 func (b *Backoff) Fail(key string) (int, time.Duration) {
+	if b.Shared != nil {
+		ctx, cancel := sharedCtx()
+		n, lock, err := b.Shared.BackoffFail(ctx, b.Name, key, b)
+		cancel()
+		if err == nil {
+			return n, lock
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
@@ -215,6 +258,11 @@ func (b *Backoff) Fail(key string) (int, time.Duration) {
 
 // Reset forgets key's failures.
 func (b *Backoff) Reset(key string) {
+	if b.Shared != nil {
+		ctx, cancel := sharedCtx()
+		_ = b.Shared.BackoffReset(ctx, b.Name, key)
+		cancel()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.m, key)

@@ -44,7 +44,7 @@ func TestWrongCodeLimitCannotBeBypassed(t *testing.T) {
 	e := newEnv(t)
 	// Only the limits run on the test clock: the tokens the pages mint
 	// are checked by the key nodes on the real one.
-	e.Handler.lim = newLimiters(DefaultLimits(), e.Clock.Now)
+	e.Handler.lim = newLimiters(DefaultLimits(), e.Clock.Now, nil)
 	sdk := e.sdk(t, auth.InitParams{})
 	const victim = "mallory-target@example.com"
 
@@ -93,7 +93,7 @@ func TestWrongCodeLimitCannotBeBypassed(t *testing.T) {
 // Codes sent to one address are limited per hour.
 func TestCodesPerEmailPerHour(t *testing.T) {
 	e := newEnv(t)
-	e.Handler.lim = newLimiters(DefaultLimits(), e.Clock.Now)
+	e.Handler.lim = newLimiters(DefaultLimits(), e.Clock.Now, nil)
 	sdk := e.sdk(t, auth.InitParams{})
 	const addr = "flooded@example.com"
 	count := func() int { return len(codeRE.FindAllStringSubmatch(e.Log.String(), -1)) }
@@ -134,7 +134,7 @@ func (e *env) codePageFrom(t *testing.T, sdk *auth.SDK, email, ip string) *brows
 // everyone, for a while.
 func TestEmailLockPerClient(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.ClientIPHeader = testIPHeader })
-	e.Handler.lim = newLimiters(DefaultLimits(), e.Clock.Now)
+	e.Handler.lim = newLimiters(DefaultLimits(), e.Clock.Now, nil)
 	sdk := e.sdk(t, auth.InitParams{})
 	const owner, home = "owner@example.com", "198.51.100.10"
 	// strangerLocks posts wrong codes for owner from ip until the login
@@ -191,7 +191,7 @@ func TestEmailLockPerClient(t *testing.T) {
 // gets in an hour.
 func TestCodesPerEmailPerClient(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.ClientIPHeader = testIPHeader })
-	e.Handler.lim = newLimiters(DefaultLimits(), e.Clock.Now)
+	e.Handler.lim = newLimiters(DefaultLimits(), e.Clock.Now, nil)
 	sdk := e.sdk(t, auth.InitParams{})
 	const owner = "inbox@example.com"
 	count := func() int { return len(codeRE.FindAllStringSubmatch(e.Log.String(), -1)) }

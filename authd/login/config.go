@@ -13,6 +13,7 @@ import (
 	"github.com/porticohq/portico/authd/clients"
 	"github.com/porticohq/portico/authd/idtoken"
 	"github.com/porticohq/portico/authd/keynet"
+	"github.com/porticohq/portico/authd/limit"
 	"github.com/porticohq/portico/authd/tkey"
 )
 
@@ -65,6 +66,10 @@ type Config struct {
 	// Limits bound what a client IP, an email address and a user can do;
 	// zero fields take the defaults.
 	Limits Limits
+	// Shared, if set, counts the limits' windows and failures across the
+	// instances that share it (Redis, issue 37); FlowsPerClient and the
+	// Argon2id runs stay per instance.
+	Shared limit.Shared
 	// ClientIPHeader, if set, is the header a reverse proxy puts the
 	// client's address in; the limits key on it. Only behind such a proxy.
 	ClientIPHeader string

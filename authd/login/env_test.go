@@ -189,6 +189,9 @@ type env struct {
 	Sessions *sessionapi.Client
 	Clock    *clock
 	Net      *keynet.Embedded
+	// serve makes h the handler the env's server serves from now on (a
+	// load balancer sending new logins to another instance).
+	serve func(h http.Handler)
 }
 
 const jwtVerifier = "test-jwt"
@@ -264,8 +267,8 @@ func newEnv(t testing.TB, mod ...func(*Config)) *env {
 	if e.Handler, err = New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	var hh http.Handler = e.Handler
-	handler.Store(&hh)
+	e.serve = func(h http.Handler) { handler.Store(&h) }
+	e.serve(e.Handler)
 	return e
 }
 

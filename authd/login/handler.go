@@ -50,7 +50,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{cfg: cfg, log: cfg.Logger, flows: newFlows(cfg.MaxFlows, cfg.Limits.FlowsPerClient, cfg.FlowTTL, cfg.Now),
-		sponge: keyderiv.NewSponge(), lim: newLimiters(cfg.Limits, cfg.Now)}
+		sponge: keyderiv.NewSponge(), lim: newLimiters(cfg.Limits, cfg.Now, cfg.Shared)}
 	if h.templates, err = parseTemplates(); err != nil {
 		return nil, err
 	}

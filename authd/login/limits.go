@@ -129,18 +129,24 @@ type limiters struct {
 	codeFree int
 }
 
-func newLimiters(l Limits, now func() time.Time) *limiters {
-	backoff := func(failures int) *limit.Backoff {
-		return &limit.Backoff{Free: failures - 1, Base: l.BackoffBase, Max: l.BackoffMax, Forget: BackoffForget, MaxKeys: l.MaxTracked, Now: now}
+// newLimiters builds the counters; with shared set, each counts across
+// instances under its own name.
+func newLimiters(l Limits, now func() time.Time, shared limit.Shared) *limiters {
+	backoff := func(name string, failures int) *limit.Backoff {
+		return &limit.Backoff{Free: failures - 1, Base: l.BackoffBase, Max: l.BackoffMax, Forget: BackoffForget, MaxKeys: l.MaxTracked, Now: now,
+			Shared: shared, Name: name}
+	}
+	window := func(name string, n int, per time.Duration) *limit.Window {
+		return &limit.Window{Limit: n, Per: per, MaxKeys: l.MaxTracked, Now: now, Shared: shared, Name: name}
 	}
 	return &limiters{
-		starts:      &limit.Window{Limit: l.StartsPerClient, Per: l.Window, MaxKeys: l.MaxTracked, Now: now},
-		codesPair:   &limit.Window{Limit: l.CodesPerEmail, Per: time.Hour, MaxKeys: l.MaxTracked, Now: now},
-		codesEmail:  &limit.Window{Limit: l.CodesCeiling, Per: time.Hour, MaxKeys: l.MaxTracked, Now: now},
-		codesClient: &limit.Window{Limit: l.CodesPerClient, Per: time.Hour, MaxKeys: l.MaxTracked, Now: now},
-		codeFails:   backoff(l.CodeFailures),
-		failsEmail:  backoff(l.CodeFailuresCeiling),
-		pwFails:     backoff(l.PasswordFailures),
+		starts:      window("login-starts", l.StartsPerClient, l.Window),
+		codesPair:   window("codes-pair", l.CodesPerEmail, time.Hour),
+		codesEmail:  window("codes-email", l.CodesCeiling, time.Hour),
+		codesClient: window("codes-client", l.CodesPerClient, time.Hour),
+		codeFails:   backoff("code-fails-pair", l.CodeFailures),
+		failsEmail:  backoff("code-fails-email", l.CodeFailuresCeiling),
+		pwFails:     backoff("password-fails", l.PasswordFailures),
 		kdf:         limit.NewSemaphore(l.KDFConcurrency),
 		codeFree:    l.CodeFailures,
 	}

@@ -45,7 +45,7 @@ func mfaPasswordUser(t *testing.T, e *env, email, password string) (*auth.SDK, f
 // runs at once are bounded.
 func TestMFAPasswordGuessesLimited(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.PasswordKDF = testKDF })
-	e.Handler.lim = newLimiters(DefaultLimits(), e.Clock.Now)
+	e.Handler.lim = newLimiters(DefaultLimits(), e.Clock.Now, nil)
 	const pw = "correct horse battery"
 	_, recovery := mfaPasswordUser(t, e, "guess-target@example.com", pw)
 	b := recovery()

@@ -42,6 +42,9 @@ type Config struct {
 	// Limits bound what one client IP may do; zero fields take the
 	// defaults of DefaultLimits.
 	Limits Limits
+	// Shared, if set, counts the limits across the instances that share
+	// it (Redis, issue 37).
+	Shared limit.Shared
 	// ClientIPHeader, if set, is the header a reverse proxy puts the
 	// client's address in (its last value is used); only set it behind
 	// such a proxy, or clients choose their own limit key.
@@ -126,8 +129,8 @@ func New(cfg Config) *Server {
 	if s.interval <= 0 {
 		s.interval = time.Minute
 	}
-	s.writes = &limit.Window{Limit: s.limits.Writes, Per: s.limits.Window, MaxKeys: s.limits.MaxClients, Now: s.now}
-	s.reads = &limit.Window{Limit: s.limits.Reads, Per: s.limits.Window, MaxKeys: s.limits.MaxClients, Now: s.now}
+	s.writes = &limit.Window{Limit: s.limits.Writes, Per: s.limits.Window, MaxKeys: s.limits.MaxClients, Now: s.now, Shared: cfg.Shared, Name: "session-writes"}
+	s.reads = &limit.Window{Limit: s.limits.Reads, Per: s.limits.Window, MaxKeys: s.limits.MaxClients, Now: s.now, Shared: cfg.Shared, Name: "session-reads"}
 	return s
 }
 

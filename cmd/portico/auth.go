@@ -35,6 +35,8 @@ type AuthServeCmd struct {
 	// DevAnyClient is the development mode without a client registry.
 	DevAnyClient   bool   `help:"DEVELOPMENT ONLY: accept every client id with any redirect URL (any page can then phish another app's keys)." env:"PORTICO_AUTH_DEV_ANY_CLIENT"`
 	ClientIPHeader string `help:"Header a reverse proxy puts the client's address in (e.g. X-Forwarded-For); the per-client limits key on it. Only behind such a proxy." env:"PORTICO_AUTH_CLIENT_IP_HEADER"`
+	Redis          string `help:"Redis URL (redis://…) in which the login, code, password and session limits are counted across every auth server instance that shares it; without it each instance counts its own." env:"PORTICO_AUTH_REDIS"`
+	RedisPrefix    string `help:"Prefix of the auth server's Redis keys." default:"portico:auth:" env:"PORTICO_AUTH_REDIS_PREFIX"`
 }
 
 // Run serves until ctx ends, then shuts down gracefully.
@@ -44,7 +46,8 @@ func (c *AuthServeCmd) Run(ctx context.Context, s *Streams) error {
 		return err
 	}
 	a, err := authd.Listen(ctx, c.Listen, authd.Config{DataDir: c.DataDir, Postgres: c.Postgres, PublicURL: c.PublicURL,
-		Login: login, Networks: c.Networks, DevAnyClient: c.DevAnyClient, DevLogCodes: c.DevLogCodes, ClientIPHeader: c.ClientIPHeader, NodeKeyDir: c.NodeKeyDir}, slog.New(slog.NewTextHandler(s.Err, nil)))
+		Login: login, Networks: c.Networks, DevAnyClient: c.DevAnyClient, DevLogCodes: c.DevLogCodes, ClientIPHeader: c.ClientIPHeader, NodeKeyDir: c.NodeKeyDir,
+		Redis: c.Redis, RedisPrefix: c.RedisPrefix}, slog.New(slog.NewTextHandler(s.Err, nil)))
 	if err != nil {
 		return err
 	}
