@@ -1,0 +1,2 @@
+// Package webhook delivers a key's webhooks (issue 38).
+package webhook
