@@ -112,6 +112,7 @@ func migrations(d sqldb.Dialect) []string {
 			number BIGINT NOT NULL,
 			hash TEXT NOT NULL,
 			parent_hash TEXT NOT NULL,
+			silent INTEGER NOT NULL DEFAULT 0,
 			PRIMARY KEY (webhook_id, hash)
 		)`,
 	}

@@ -53,6 +53,9 @@ type BlockRef struct {
 	Number     int64
 	Hash       string
 	ParentHash string
+	// Silent marks a sent block that had nothing for the webhook: it was
+	// followed, not delivered.
+	Silent bool
 }
 
 // Webhook is one stored webhook.
@@ -81,6 +84,9 @@ type Delivery struct {
 	Block   BlockRef
 	Removed bool
 	Body    []byte
+	// Silent is a block followed, not delivered (Block.Silent): it takes
+	// no place in the outbox.
+	Silent bool
 }
 
 const webhookColumns = `w.id, w.key_id, k.name, w.network, w.event, w.filter, w.url, w.secret, w.state, w.paused_reason,
@@ -256,6 +262,12 @@ func (s *Store) Enqueue(ctx context.Context, id, owner string, ds []Delivery, ke
 	next := seq.Int64 + 1
 	var added []Delivery
 	for _, d := range ds {
+		if d.Silent {
+			if err := s.followSilent(ctx, tx, id, d); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		var n int
 		if err := tx.QueryRowContext(ctx, s.dialect.Rebind(`SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = ? AND id = ?`), id, d.ID).Scan(&n); err != nil {
 			return nil, err
@@ -288,6 +300,21 @@ func (s *Store) Enqueue(ctx context.Context, id, owner string, ds []Delivery, ke
 	return added, tx.Commit()
 }
 
+// followSilent adds or takes back a block followed without a delivery.
+func (s *Store) followSilent(ctx context.Context, tx *sql.Tx, id string, d Delivery) error {
+	var err error
+	if d.Removed {
+		_, err = tx.ExecContext(ctx, s.dialect.Rebind(`DELETE FROM webhook_blocks WHERE webhook_id = ? AND hash = ?`), id, d.Block.Hash)
+	} else {
+		_, err = tx.ExecContext(ctx, s.dialect.Rebind(`INSERT INTO webhook_blocks (webhook_id, number, hash, parent_hash, silent)
+			VALUES (?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`), id, d.Block.Number, d.Block.Hash, d.Block.ParentHash)
+	}
+	if err != nil {
+		return fmt.Errorf("store: enqueue: %w", err)
+	}
+	return nil
+}
+
 func boolInt(b bool) int {
 	if b {
 		return 1
@@ -298,7 +325,7 @@ func boolInt(b bool) int {
 // SentBlocks returns the blocks the webhook has been sent and not taken
 // back, by number (the last is where its stream resumes).
 func (s *Store) SentBlocks(ctx context.Context, id string) ([]BlockRef, error) {
-	rows, err := s.db.QueryContext(ctx, s.dialect.Rebind(`SELECT number, hash, parent_hash FROM webhook_blocks WHERE webhook_id = ? ORDER BY number, hash`), id)
+	rows, err := s.db.QueryContext(ctx, s.dialect.Rebind(`SELECT number, hash, parent_hash, silent FROM webhook_blocks WHERE webhook_id = ? ORDER BY number, hash`), id)
 	if err != nil {
 		return nil, fmt.Errorf("store: sent blocks: %w", err)
 	}
@@ -306,9 +333,11 @@ func (s *Store) SentBlocks(ctx context.Context, id string) ([]BlockRef, error) {
 	var out []BlockRef
 	for rows.Next() {
 		var b BlockRef
-		if err := rows.Scan(&b.Number, &b.Hash, &b.ParentHash); err != nil {
+		var silent int
+		if err := rows.Scan(&b.Number, &b.Hash, &b.ParentHash, &silent); err != nil {
 			return nil, err
 		}
+		b.Silent = silent != 0
 		out = append(out, b)
 	}
 	return out, rows.Err()
