@@ -96,7 +96,9 @@ func (k *worker) streamOnce(ctx context.Context) error {
 		return err
 	}
 	id := store.Identity(key)
-	call := func(ctx context.Context, body []byte) ([]byte, error) { return cfg.Source.Call(ctx, id, k.w.Network, body) }
+	call := func(ctx context.Context, body []byte) ([]byte, error) {
+		return cfg.Source.Call(ctx, id, k.w.Network, body)
+	}
 	return cfg.Source.Stream(ctx, id, k.w.Network, body, func(result json.RawMessage) error {
 		return k.take(ctx, id, call, perBlock, result)
 	})
