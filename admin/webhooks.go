@@ -42,7 +42,10 @@ type WebhookJSON struct {
 	// Cursor is the block of the last acknowledged delivery.
 	Cursor    *CursorJSON `json:"cursor,omitempty"`
 	Delivered int64       `json:"delivered"`
-	CreatedAt time.Time   `json:"created_at"`
+	// Instance is the instance delivering the webhook (its lease), if
+	// any.
+	Instance  string    `json:"instance,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // CursorJSON is a webhook's last acknowledged block.
@@ -53,7 +56,7 @@ type CursorJSON struct {
 
 func webhookJSON(w store.Webhook) WebhookJSON {
 	j := WebhookJSON{ID: w.ID, Key: w.KeyName, Network: w.Network, Event: w.Event, URL: w.URL, State: w.State,
-		PausedReason: w.PausedReason, Delivered: w.Delivered, CreatedAt: w.CreatedAt}
+		PausedReason: w.PausedReason, Delivered: w.Delivered, Instance: w.LeaseOwner, CreatedAt: w.CreatedAt}
 	if w.Filter != "" {
 		j.Filter = json.RawMessage(w.Filter)
 	}

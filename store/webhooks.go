@@ -72,6 +72,10 @@ type Webhook struct {
 	Cursor BlockRef
 	// Delivered counts the acknowledged deliveries.
 	Delivered int64
+	// LeaseOwner is the instance that delivers the webhook, until
+	// LeaseUntil; "" when none does.
+	LeaseOwner string
+	LeaseUntil time.Time
 	CreatedAt time.Time
 }
 
@@ -90,14 +94,17 @@ type Delivery struct {
 }
 
 const webhookColumns = `w.id, w.key_id, k.name, w.network, w.event, w.filter, w.url, w.secret, w.state, w.paused_reason,
-	w.cursor_number, w.cursor_hash, w.delivered, w.created_at`
+	w.cursor_number, w.cursor_hash, w.delivered, w.lease_owner, w.lease_until, w.created_at`
 
 func scanWebhook(row interface{ Scan(...any) error }) (Webhook, error) {
 	var w Webhook
-	var created int64
+	var created, until int64
 	err := row.Scan(&w.ID, &w.KeyID, &w.KeyName, &w.Network, &w.Event, &w.Filter, &w.URL, &w.Secret, &w.State, &w.PausedReason,
-		&w.Cursor.Number, &w.Cursor.Hash, &w.Delivered, &created)
+		&w.Cursor.Number, &w.Cursor.Hash, &w.Delivered, &w.LeaseOwner, &until, &created)
 	w.CreatedAt = time.UnixMilli(created).UTC()
+	if w.LeaseOwner != "" {
+		w.LeaseUntil = time.UnixMilli(until).UTC()
+	}
 	return w, err
 }
 
