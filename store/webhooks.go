@@ -76,7 +76,7 @@ type Webhook struct {
 	// LeaseUntil; "" when none does.
 	LeaseOwner string
 	LeaseUntil time.Time
-	CreatedAt time.Time
+	CreatedAt  time.Time
 }
 
 // Delivery is one delivery in a webhook's outbox.

@@ -115,6 +115,12 @@ func (e *InputError) Error() string { return "webhook: " + e.Field + ": " + e.Re
 // right form (its address is checked at each delivery) and a secret.
 func (m *Manager) Check(spec store.WebhookSpec) error {
 	fam, ok := m.cfg.Families(spec.Network)
+	return CheckSpec(spec, fam, ok)
+}
+
+// CheckSpec is Manager.Check with the network's family part given: fam,
+// when ok.
+func CheckSpec(spec store.WebhookSpec, fam portico.Webhooks, ok bool) error {
 	if !ok {
 		return &InputError{"network", fmt.Sprintf("%q is not served, or its family has no webhooks", spec.Network)}
 	}

@@ -294,3 +294,47 @@ func TestWebhookNewHeads(t *testing.T) {
 }
 
 func bigOf(n uint64) *big.Int { return new(big.Int).SetUint64(n) }
+
+// TestKeysWebhooksCLI: portico keys webhooks add, list, resume and
+// delete on a data directory's store; bad input names the field.
+func TestKeysWebhooksCLI(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	runOK := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := run(ctx, args, &out, io.Discard); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out.String()
+	}
+	runOK("keys", "create", "--data-dir", dir, "--name", "hooks")
+	add := []string{"keys", "webhooks", "add", "hooks", "--data-dir", dir, "--network", "evm-devnet", "--event", "newHeads", "--secret", "0123456789abcdef0"}
+	for _, c := range []struct {
+		args  []string
+		field string
+	}{
+		{[]string{"--url", "ftp://example.com/"}, "url"},
+		{[]string{"--url", "https://example.com/", "--filter", "{"}, "filter"},
+	} {
+		err := run(ctx, append(append([]string{}, add...), c.args...), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%v: %v, want an error naming %s", c.args, err, c.field)
+		}
+	}
+	out := runOK(append(add, "--url", "https://example.com/hook")...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	id := lines[len(lines)-1]
+	if !strings.HasPrefix(id, "wh_") {
+		t.Fatalf("add printed %q", out)
+	}
+	if list := runOK("keys", "webhooks", "list", "hooks", "--data-dir", dir); !strings.Contains(list, id) || !strings.Contains(list, "active") ||
+		strings.Contains(list, "0123456789abcdef0") {
+		t.Fatalf("list:\n%s", list)
+	}
+	runOK("keys", "webhooks", "resume", "hooks", id, "--data-dir", dir)
+	runOK("keys", "webhooks", "delete", "hooks", id, "--data-dir", dir)
+	if list := runOK("keys", "webhooks", "list", "hooks", "--data-dir", dir); strings.Contains(list, id) {
+		t.Fatalf("after delete:\n%s", list)
+	}
+}
