@@ -11,6 +11,7 @@
 //	                                       holds it, once); {"grace_seconds": n}
 //	                                       keeps the old one working for n seconds
 //	DELETE /admin/v1/keys/{name}/secret    drop the key's secret
+//	GET    /admin/v1/webhooks              every active key's webhooks, with their state
 //	GET    /admin/v1/keys/{name}/webhooks  the key's webhooks, with their state
 //	POST   /admin/v1/keys/{name}/webhooks  make a webhook (network, event, filter,
 //	                                       url, secret): 201 with its "id"

@@ -68,12 +68,14 @@ func webhookJSON(w store.Webhook) WebhookJSON {
 
 // routeWebhooks adds the webhook routes.
 func (a *API) routeWebhooks() {
+	a.mux.HandleFunc("GET /admin/v1/webhooks", a.listWebhooks)
 	a.mux.HandleFunc("GET /admin/v1/keys/{name}/webhooks", a.listWebhooks)
 	a.mux.HandleFunc("POST /admin/v1/keys/{name}/webhooks", a.createWebhook)
 	a.mux.HandleFunc("DELETE /admin/v1/keys/{name}/webhooks/{id}", a.deleteWebhook)
 	a.mux.HandleFunc("POST /admin/v1/keys/{name}/webhooks/{id}/resume", a.resumeWebhook)
 }
 
+// listWebhooks lists a key's webhooks, or every active key's.
 func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	list, err := a.cfg.Store.Webhooks(r.Context(), r.PathValue("name"))
 	if err != nil {
