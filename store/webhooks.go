@@ -230,6 +230,20 @@ func (s *Store) ReleaseWebhook(ctx context.Context, id, owner string) error {
 	return err
 }
 
+// pruneEvery is how often, in deliveries, a webhook's old sent blocks
+// and acknowledged deliveries are deleted: they are kept at least keep
+// and at most keep+pruneEvery.
+const pruneEvery = 32
+
+// lockHooks serializes webhook writes on SQLite and returns the unlock.
+func (s *Store) lockHooks() func() {
+	if s.dialect.Name != "sqlite" {
+		return func() {}
+	}
+	s.hookMu.Lock()
+	return s.hookMu.Unlock
+}
+
 // holdsLease checks in tx that owner holds the webhook's lease.
 func (s *Store) holdsLease(ctx context.Context, tx *sql.Tx, id, owner string) error {
 	var got string
@@ -254,6 +268,7 @@ func (s *Store) holdsLease(ctx context.Context, tx *sql.Tx, id, owner string) er
 // blocks, a removed one takes it out; sent blocks more than keep below
 // the highest are forgotten.
 func (s *Store) Enqueue(ctx context.Context, id, owner string, ds []Delivery, keep int64) ([]Delivery, error) {
+	defer s.lockHooks()()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -275,20 +290,18 @@ func (s *Store) Enqueue(ctx context.Context, id, owner string, ds []Delivery, ke
 			}
 			continue
 		}
-		var n int
-		if err := tx.QueryRowContext(ctx, s.dialect.Rebind(`SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = ? AND id = ?`), id, d.ID).Scan(&n); err != nil {
-			return nil, err
-		}
-		if n > 0 {
-			continue
-		}
 		d.Seq = next
-		next++
-		if _, err := tx.ExecContext(ctx, s.dialect.Rebind(`INSERT INTO webhook_deliveries
-			(webhook_id, seq, id, block_number, block_hash, parent_hash, removed, body, acked) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)`),
-			id, d.Seq, d.ID, d.Block.Number, d.Block.Hash, d.Block.ParentHash, boolInt(d.Removed), string(d.Body)); err != nil {
+		res, err := tx.ExecContext(ctx, s.dialect.Rebind(`INSERT INTO webhook_deliveries
+			(webhook_id, seq, id, block_number, block_hash, parent_hash, removed, body, acked) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)
+			ON CONFLICT (webhook_id, id) DO NOTHING`),
+			id, d.Seq, d.ID, d.Block.Number, d.Block.Hash, d.Block.ParentHash, boolInt(d.Removed), string(d.Body))
+		if err != nil {
 			return nil, fmt.Errorf("store: enqueue: %w", err)
 		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			continue // seen before: known by its id
+		}
+		next++
 		if d.Removed {
 			_, err = tx.ExecContext(ctx, s.dialect.Rebind(`DELETE FROM webhook_blocks WHERE webhook_id = ? AND hash = ?`), id, d.Block.Hash)
 		} else {
@@ -300,9 +313,11 @@ func (s *Store) Enqueue(ctx context.Context, id, owner string, ds []Delivery, ke
 		}
 		added = append(added, d)
 	}
-	if _, err := tx.ExecContext(ctx, s.dialect.Rebind(`DELETE FROM webhook_blocks WHERE webhook_id = ? AND number < 
-		(SELECT MAX(number) FROM webhook_blocks WHERE webhook_id = ?) - ?`), id, id, keep); err != nil {
-		return nil, err
+	if next/pruneEvery != seq.Int64/pruneEvery {
+		if _, err := tx.ExecContext(ctx, s.dialect.Rebind(`DELETE FROM webhook_blocks WHERE webhook_id = ? AND number <
+			(SELECT MAX(number) FROM webhook_blocks WHERE webhook_id = ?) - ?`), id, id, keep); err != nil {
+			return nil, err
+		}
 	}
 	return added, tx.Commit()
 }
@@ -377,6 +392,7 @@ func (s *Store) Pending(ctx context.Context, id string, limit int) ([]Delivery, 
 // block, if owner holds the lease. Acknowledged deliveries are kept (so a
 // resent event is known by its id) until more than keep newer ones are.
 func (s *Store) Ack(ctx context.Context, id, owner string, d Delivery, keep int64) error {
+	defer s.lockHooks()()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -393,9 +409,11 @@ func (s *Store) Ack(ctx context.Context, id, owner string, d Delivery, keep int6
 		d.Block.Number, d.Block.Hash, id); err != nil {
 		return fmt.Errorf("store: ack: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, s.dialect.Rebind(`DELETE FROM webhook_deliveries WHERE webhook_id = ? AND acked = 1 AND seq < ?`),
-		id, d.Seq-keep); err != nil {
-		return fmt.Errorf("store: ack: %w", err)
+	if d.Seq%pruneEvery == 0 {
+		if _, err := tx.ExecContext(ctx, s.dialect.Rebind(`DELETE FROM webhook_deliveries WHERE webhook_id = ? AND acked = 1 AND seq < ?`),
+			id, d.Seq-keep); err != nil {
+			return fmt.Errorf("store: ack: %w", err)
+		}
 	}
 	return tx.Commit()
 }
