@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"github.com/porticohq/portico/config"
+	"github.com/porticohq/portico/families/evm/evmtx"
 	"github.com/porticohq/portico/webhook"
 )
 
@@ -337,4 +339,123 @@ func TestKeysWebhooksCLI(t *testing.T) {
 	if list := runOK("keys", "webhooks", "list", "hooks", "--data-dir", dir); strings.Contains(list, id) {
 		t.Fatalf("after delete:\n%s", list)
 	}
+}
+
+// TestWebhookLogsAndAddress: a logs webhook on an emitter contract and an
+// address webhook on the account that calls it: each call's log arrives
+// on the first (the log as data) and the call on the second (the
+// transaction and the log), quiet blocks are not delivered, and a reorg
+// of the last block delivers its log again with removed: true.
+func TestWebhookLogsAndAddress(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	node := startAnvil(t, ctx)
+	cfg := config.DefaultConfig()
+	cfg.Keys = []config.Key{{Name: "hooks", Key: hookKey, DailyCredits: 1e12}}
+	cfg.Admin.Token = hookAdminToken
+	cfg.Webhooks.AllowPrivateURLs = true
+	cfg.Networks = []config.Network{{Name: "anvil", Family: "evm", PollInterval: 100 * time.Millisecond,
+		Upstreams: []config.Upstream{{URL: node.URL(), WSURL: node.WSURL()}}}}
+	s := start(t, cfg)
+	base := "http://" + s.m.Shared
+	direct, err := ethclient.DialContext(ctx, node.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	raw, err := rpc.DialContext(ctx, node.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	chainID, err := direct.ChainID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := node.DevKeys()
+	sender := &evmtx.Sender{Client: direct, ChainID: chainID, Keys: keys[:1]}
+	deploy, emitter, err := sender.Deploy(ctx, keys[1], evmtx.EmitterInit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMined(t, ctx, direct, deploy)
+	caller := crypto.PubkeyToAddress(keys[0].PublicKey)
+
+	logs := newReceiver(t, "receiver-secret-logs-0123", 30)
+	acts := newReceiver(t, "receiver-secret-addr-0123", 30)
+	for _, h := range []struct {
+		rec    *receiver
+		event  string
+		filter map[string]any
+	}{
+		{logs, "logs", map[string]any{"address": emitter.Hex()}},
+		{acts, "address", map[string]any{"address": caller.Hex()}},
+	} {
+		if st := adminCall(t, base, hookAdminToken, "POST", "/admin/v1/keys/hooks/webhooks",
+			map[string]any{"network": "anvil", "event": h.event, "filter": h.filter, "url": h.rec.srv.URL, "secret": h.rec.secret}, nil); st != http.StatusCreated {
+			t.Fatalf("create %s: %d", h.event, st)
+		}
+	}
+	// The webhooks subscribe as soon as they are made; a quiet block
+	// first, then calls.
+	time.Sleep(time.Second)
+	mine(t, ctx, raw, 1)
+	var txs []common.Hash
+	for range 3 {
+		tx, err := sender.Call(ctx, keys[0], emitter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitMined(t, ctx, direct, tx)
+		txs = append(txs, tx)
+	}
+	last, err := direct.TransactionReceipt(ctx, txs[len(txs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastBlock := last.BlockHash.Hex()
+	logs.waitFor(t, "the last call's log", time.Minute, func(got []webhook.Payload) bool { return hasBlock(got, lastBlock) })
+	got := acts.waitFor(t, "the last call", time.Minute, func(got []webhook.Payload) bool { return hasBlock(got, lastBlock) })
+	for _, p := range got {
+		var d struct {
+			Transactions []struct{ Hash, From string }
+			Logs         []struct{ Address string }
+		}
+		if err := json.Unmarshal(p.Data, &d); err != nil || len(d.Transactions) != 1 || !strings.EqualFold(d.Transactions[0].From, caller.Hex()) ||
+			len(d.Logs) != 0 {
+			t.Fatalf("address delivery %s: %v", p.Data, err)
+		}
+	}
+	if len(got) != len(txs) {
+		t.Errorf("address webhook: %d deliveries, want one per call (%d): quiet blocks are not delivered", len(got), len(txs))
+	}
+
+	if err := raw.CallContext(ctx, nil, "anvil_reorg", 1, []any{}); err != nil {
+		t.Fatalf("anvil_reorg: %v", err)
+	}
+	got = logs.waitFor(t, "the reorged log as removed", time.Minute, func(got []webhook.Payload) bool {
+		for _, p := range got {
+			if p.Block.Hash == lastBlock && p.Block.Removed {
+				return true
+			}
+		}
+		return false
+	})
+	for _, p := range got {
+		var l struct {
+			Address string
+			Removed bool
+		}
+		if err := json.Unmarshal(p.Data, &l); err != nil || !strings.EqualFold(l.Address, emitter.Hex()) || l.Removed != p.Block.Removed {
+			t.Fatalf("logs delivery %+v: %s", p.Block, p.Data)
+		}
+	}
+	acts.waitFor(t, "the reorged call as removed", time.Minute, func(got []webhook.Payload) bool {
+		for _, p := range got {
+			if p.Block.Hash == lastBlock && p.Block.Removed {
+				return true
+			}
+		}
+		return false
+	})
 }
