@@ -159,6 +159,10 @@ type pipeAddr struct{}
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "portico.internal" }
 
+// KeyMemory is the memory budget of the key named key, under the
+// process's.
+func (g *Gateway) KeyMemory(key string) *membudget.Budget { return g.keyMem.Of(key) }
+
 // Call serves one JSON-RPC body on network as id (a webhook's look-ups,
 // such as an address's transactions in a block), as an HTTP POST would be.
 func (g *Gateway) Call(ctx context.Context, id apikey.Identity, network string, body []byte) ([]byte, error) {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/metering/apikey"
+	"github.com/porticohq/portico/metering/membudget"
 	"github.com/porticohq/portico/store"
 )
 
@@ -43,6 +44,9 @@ type Source interface {
 	Stream(ctx context.Context, id apikey.Identity, network string, body []byte, each func(result json.RawMessage) error) error
 	// Call serves one JSON-RPC body on network as id.
 	Call(ctx context.Context, id apikey.Identity, network string, body []byte) ([]byte, error)
+	// KeyMemory is the key's memory budget (under the process's): the
+	// outbox entries a worker holds are counted against it.
+	KeyMemory(key string) *membudget.Budget
 }
 
 // Config configures a Manager.

@@ -207,12 +207,34 @@ func (k *worker) deliver(ctx context.Context) error {
 			}
 			continue
 		}
-		for _, d := range pending {
-			if err := k.post(ctx, d); err != nil {
-				return err
-			}
+		if err := k.postAll(ctx, pending); err != nil {
+			return err
 		}
 	}
+}
+
+// postAll posts pending in order, holding their bodies against the key's
+// memory budget; while the budget is full it waits, holding nothing.
+func (k *worker) postAll(ctx context.Context, pending []store.Delivery) error {
+	var held int64
+	for _, d := range pending {
+		held += int64(len(d.Body))
+	}
+	mem := k.m.cfg.Source.KeyMemory(k.w.KeyName)
+	if err := mem.TakeErr(held); err != nil {
+		k.m.cfg.Logger.Warn("webhook: waiting for memory", "webhook", k.w.ID, "err", err)
+		if !sleep(ctx, jitter(k.m.cfg.MinBackoff)) {
+			return ctx.Err()
+		}
+		return nil
+	}
+	defer mem.Give(held)
+	for _, d := range pending {
+		if err := k.post(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // post sends one delivery until the receiver takes it, retrying with
