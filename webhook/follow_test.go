@@ -13,7 +13,9 @@ import (
 // whose parent is not the tip, takes back the blocks it replaces, newest
 // first, a silent one included but marked quiet.
 func TestFollow(t *testing.T) {
-	b := func(n int64, hash, parent string) store.BlockRef { return store.BlockRef{Number: n, Hash: hash, ParentHash: parent} }
+	b := func(n int64, hash, parent string) store.BlockRef {
+		return store.BlockRef{Number: n, Hash: hash, ParentHash: parent}
+	}
 	chain := []store.BlockRef{b(1, "a1", "a0"), b(2, "a2", "a1"), b(3, "a3", "a2")}
 	for _, c := range []struct {
 		name    string
