@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -54,37 +55,84 @@ func (g *Gateway) Stream(ctx context.Context, id apikey.Identity, network string
 	if err := ws.Write(ctx, websocket.MessageText, body); err != nil {
 		return fmt.Errorf("gateway: stream: %w", err)
 	}
+	// Messages are read as they come, so that pings are answered while
+	// each works; up to streamQueue wait, their bytes held against the
+	// key's memory budget. A reader that falls further behind is cut
+	// off, as a slow client is, and subscribes again from where it was.
+	mem := g.keyMem.Of(id.Name)
+	msgs := make(chan []byte, streamQueue)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(msgs)
+		for {
+			_, msg, err := ws.Read(ctx)
+			if err == nil && !mem.Take(int64(len(msg))) {
+				err = errStreamBehind
+			}
+			if err != nil {
+				readErr <- err
+				return
+			}
+			select {
+			case msgs <- msg:
+			default:
+				mem.Give(int64(len(msg)))
+				readErr <- errStreamBehind
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		for msg := range msgs {
+			mem.Give(int64(len(msg)))
+		}
+	}()
+	first := true
+	for msg := range msgs {
+		err := streamMessage(msg, first, each)
+		mem.Give(int64(len(msg)))
+		if err != nil {
+			return err
+		}
+		first = false
+	}
+	err = <-readErr
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("gateway: stream ended: %w", err)
+}
+
+// streamQueue bounds the notifications a stream's reader holds.
+const streamQueue = 256
+
+// errStreamBehind ends a stream whose reader fell behind.
+var errStreamBehind = errors.New("the reader fell behind")
+
+// streamMessage hands one message of a stream to each: the result of a
+// notification; the first message, the subscription's id, is skipped; an
+// error answer ends the stream.
+func streamMessage(msg []byte, first bool, each func(json.RawMessage) error) error {
 	var ans struct {
-		Error  *jsonrpc.Error  `json:"error"`
-		Result json.RawMessage `json:"result"`
-		Method string          `json:"method"`
+		Error  *jsonrpc.Error `json:"error"`
+		Method string         `json:"method"`
 		Params struct {
 			Result json.RawMessage `json:"result"`
 		} `json:"params"`
 	}
-	for first := true; ; first = false {
-		_, msg, err := ws.Read(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("gateway: stream ended: %w", err)
-		}
-		ans.Error, ans.Result, ans.Method, ans.Params.Result = nil, nil, "", nil
-		if err := json.Unmarshal(msg, &ans); err != nil {
-			return fmt.Errorf("gateway: stream: %w", err)
-		}
-		switch {
-		case ans.Error != nil:
-			return ans.Error
-		case first && ans.Method == "":
-			continue // the subscription id
-		case ans.Method != "":
-			if err := each(ans.Params.Result); err != nil {
-				return err
-			}
-		}
+	if err := json.Unmarshal(msg, &ans); err != nil {
+		return fmt.Errorf("gateway: stream: %w", err)
 	}
+	switch {
+	case ans.Error != nil:
+		return ans.Error
+	case ans.Method != "":
+		return each(ans.Params.Result)
+	case first:
+		return nil // the subscription id
+	}
+	return nil
 }
 
 // serveStream serves the pipe's WebSocket as a client's, for id on the

@@ -244,23 +244,6 @@ func (s *Store) lockHooks() func() {
 	return s.hookMu.Unlock
 }
 
-// holdsLease checks in tx that owner holds the webhook's lease.
-func (s *Store) holdsLease(ctx context.Context, tx *sql.Tx, id, owner string) error {
-	var got string
-	var until int64
-	err := tx.QueryRowContext(ctx, s.dialect.Rebind(`SELECT lease_owner, lease_until FROM webhooks WHERE id = ?`), id).Scan(&got, &until)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%w: %q", ErrWebhookNotFound, id)
-	}
-	if err != nil {
-		return err
-	}
-	if got != owner || until < s.now().UnixMilli() {
-		return ErrLeaseLost
-	}
-	return nil
-}
-
 // Enqueue writes deliveries to the webhook's outbox, after those there,
 // if owner holds the lease, in one transaction; a delivery whose id is
 // there already (an event seen again after a restart) is left out. A
@@ -274,12 +257,20 @@ func (s *Store) Enqueue(ctx context.Context, id, owner string, ds []Delivery, ke
 		return nil, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := s.holdsLease(ctx, tx, id, owner); err != nil {
+	// The lease and the last seq in one statement.
+	var got string
+	var until int64
+	var seq sql.NullInt64
+	err = tx.QueryRowContext(ctx, s.dialect.Rebind(`SELECT w.lease_owner, w.lease_until,
+		(SELECT MAX(d.seq) FROM webhook_deliveries d WHERE d.webhook_id = w.id) FROM webhooks w WHERE w.id = ?`), id).Scan(&got, &until, &seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", ErrWebhookNotFound, id)
+	}
+	if err != nil {
 		return nil, err
 	}
-	var seq sql.NullInt64
-	if err := tx.QueryRowContext(ctx, s.dialect.Rebind(`SELECT MAX(seq) FROM webhook_deliveries WHERE webhook_id = ?`), id).Scan(&seq); err != nil {
-		return nil, err
+	if got != owner || until < s.now().UnixMilli() {
+		return nil, ErrLeaseLost
 	}
 	next := seq.Int64 + 1
 	var added []Delivery
@@ -398,15 +389,17 @@ func (s *Store) Ack(ctx context.Context, id, owner string, d Delivery, keep int6
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := s.holdsLease(ctx, tx, id, owner); err != nil {
-		return err
+	// The cursor moves only under the lease.
+	res, err := tx.ExecContext(ctx, s.dialect.Rebind(`UPDATE webhooks SET cursor_number = ?, cursor_hash = ?, delivered = delivered + 1
+		WHERE id = ? AND lease_owner = ? AND lease_until >= ?`), d.Block.Number, d.Block.Hash, id, owner, s.now().UnixMilli())
+	if err != nil {
+		return fmt.Errorf("store: ack: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return ErrLeaseLost
 	}
 	if _, err := tx.ExecContext(ctx, s.dialect.Rebind(`UPDATE webhook_deliveries SET acked = 1, body = '' WHERE webhook_id = ? AND seq = ?`),
 		id, d.Seq); err != nil {
-		return fmt.Errorf("store: ack: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, s.dialect.Rebind(`UPDATE webhooks SET cursor_number = ?, cursor_hash = ?, delivered = delivered + 1 WHERE id = ?`),
-		d.Block.Number, d.Block.Hash, id); err != nil {
 		return fmt.Errorf("store: ack: %w", err)
 	}
 	if d.Seq%pruneEvery == 0 {

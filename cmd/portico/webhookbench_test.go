@@ -108,7 +108,7 @@ func TestBenchWebhooks(t *testing.T) {
 		}
 	}
 	// Wait until every webhook delivers: mine until each has a block.
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		var hash string
 		if err := raw.CallContext(ctx, nil, "evm_mine"); err != nil {
@@ -127,7 +127,9 @@ func TestBenchWebhooks(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d webhooks delivered block %s", got, n, hash)
+			logs := s.logs.String()
+			t.Fatalf("only %d of %d webhooks delivered block %s; %d warnings, the last: %s", got, n, hash,
+				strings.Count(logs, "WARN"), firstWarnings(logs))
 		}
 	}
 	heap1, gr1 := heapAfterGC(), runtime.NumGoroutine()
@@ -220,4 +222,25 @@ func heapAfterGC() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse
+}
+
+// firstWarnings returns the first distinct warnings of logs.
+func firstWarnings(logs string) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range strings.Split(logs, "\n") {
+		i := strings.Index(l, "level=WARN")
+		if i < 0 {
+			continue
+		}
+		msg := l[i:]
+		if j := strings.Index(msg, " webhook="); j > 0 {
+			msg = msg[:j] + msg[strings.Index(msg[j+1:], " ")+j+1:]
+		}
+		if !seen[msg] && len(out) < 8 {
+			seen[msg] = true
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
