@@ -224,6 +224,48 @@ func (s *Store) LeaseWebhook(ctx context.Context, id, owner string, until time.T
 	return n == 1, err
 }
 
+// LeaseWebhooks renews every lease owner holds and takes up to take
+// free or expired ones of active webhooks, until the deadline, in one
+// transaction; it returns the ids of the webhooks owner holds.
+func (s *Store) LeaseWebhooks(ctx context.Context, owner string, until time.Time, take int) ([]string, error) {
+	defer s.lockHooks()()
+	now := s.now().UnixMilli()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, s.dialect.Rebind(`UPDATE webhooks SET lease_until = ? WHERE lease_owner = ? AND state = ? AND lease_until >= ?`),
+		until.UnixMilli(), owner, WebhookActive, now); err != nil {
+		return nil, fmt.Errorf("store: lease webhooks: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.dialect.Rebind(`UPDATE webhooks SET lease_owner = ?, lease_until = ? WHERE id IN
+		(SELECT w.id FROM webhooks w JOIN api_keys k ON k.id = w.key_id
+		 WHERE w.state = ? AND k.revoked_at IS NULL AND (w.lease_owner = '' OR w.lease_until < ?) ORDER BY w.created_at LIMIT ?)`),
+		owner, until.UnixMilli(), WebhookActive, now, take); err != nil {
+		return nil, fmt.Errorf("store: lease webhooks: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, s.dialect.Rebind(`SELECT w.id FROM webhooks w JOIN api_keys k ON k.id = w.key_id
+		WHERE w.lease_owner = ? AND w.state = ? AND k.revoked_at IS NULL`), owner, WebhookActive)
+	if err != nil {
+		return nil, fmt.Errorf("store: lease webhooks: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return ids, tx.Commit()
+}
+
 // ReleaseWebhook gives the lease back, if owner holds it.
 func (s *Store) ReleaseWebhook(ctx context.Context, id, owner string) error {
 	_, err := s.db.ExecContext(ctx, s.dialect.Rebind(`UPDATE webhooks SET lease_owner = '', lease_until = 0 WHERE id = ? AND lease_owner = ?`), id, owner)

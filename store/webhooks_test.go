@@ -122,3 +122,40 @@ func TestWebhooks(t *testing.T) {
 		}
 	}, store.WithClock(now))
 }
+
+// LeaseWebhooks renews an owner's leases and takes free or expired ones,
+// at most take at a time.
+func TestLeaseWebhooks(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	clock := base
+	contract(t, "leases", func(t *testing.T, s *store.Store) {
+		clock = base
+		if _, _, err := s.Create(ctx, store.KeySpec{Name: "alice", DailyCredits: 100}); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if _, err := s.CreateWebhook(ctx, "alice", store.WebhookSpec{Network: "n", Event: "newHeads", URL: "https://x", Secret: "s"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range []struct {
+			owner string
+			at    time.Duration
+			take  int
+			want  int
+		}{
+			{"a", 0, 2, 2},                        // two of three, until 10s
+			{"b", time.Second, 5, 1},              // the one left, until 11s
+			{"a", 2 * time.Second, 5, 2},          // renews its two, until 12s
+			{"b", 11500 * time.Millisecond, 5, 1}, // its own expired at 11s: taken back; none of a's
+			{"b", 13 * time.Second, 5, 3},         // a's expired at 12s
+		} {
+			clock = base.Add(c.at)
+			ids, err := s.LeaseWebhooks(ctx, c.owner, clock.Add(10*time.Second), c.take)
+			if err != nil || len(ids) != c.want {
+				t.Fatalf("%s at %v: %v %v, want %d", c.owner, c.at, ids, err, c.want)
+			}
+		}
+	}, store.WithClock(func() time.Time { return clock }))
+}

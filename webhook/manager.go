@@ -74,47 +74,45 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 }
 
-// scan starts a worker for each active webhook whose lease it takes,
-// renews the leases of those running, and stops those it lost or that
-// were paused or deleted.
+// leaseTake bounds the leases an instance takes at each scan, so that
+// instances starting together share the webhooks.
+const leaseTake = 256
+
+// scan renews this instance's leases and takes free ones in one
+// transaction, starts a worker for each webhook it holds, and stops
+// those it no longer holds (lost, paused, deleted, its key revoked).
 func (m *Manager) scan(ctx context.Context) {
-	list, err := m.cfg.Store.Webhooks(ctx, "")
+	ids, err := m.cfg.Store.LeaseWebhooks(ctx, m.cfg.Instance, time.Now().Add(m.cfg.LeaseFor), leaseTake)
 	if err != nil {
 		if ctx.Err() == nil {
-			m.cfg.Logger.Warn("webhook: list", "err", err)
+			m.cfg.Logger.Warn("webhook: leases", "err", err)
 		}
 		return
 	}
-	active := map[string]bool{}
-	for _, w := range list {
-		active[w.ID] = w.State == store.WebhookActive
+	held := map[string]bool{}
+	for _, id := range ids {
+		held[id] = true
 	}
 	m.mu.Lock()
+	var start []string
 	for id, r := range m.running {
-		if !active[id] {
+		if !held[id] {
 			r.cancel()
+		}
+	}
+	for _, id := range ids {
+		if m.running[id] == nil {
+			start = append(start, id)
 		}
 	}
 	m.mu.Unlock()
-	until := time.Now().Add(m.cfg.LeaseFor)
-	for _, w := range list {
-		if w.State != store.WebhookActive {
-			continue
-		}
-		ok, err := m.cfg.Store.LeaseWebhook(ctx, w.ID, m.cfg.Instance, until)
+	for _, id := range start {
+		w, err := m.cfg.Store.Webhook(ctx, id)
 		if err != nil {
-			m.cfg.Logger.Warn("webhook: lease", "webhook", w.ID, "err", err)
+			m.cfg.Logger.Warn("webhook: read", "webhook", id, "err", err)
 			continue
 		}
-		m.mu.Lock()
-		r := m.running[w.ID]
-		m.mu.Unlock()
-		switch {
-		case r != nil && !ok:
-			r.cancel()
-		case r == nil && ok:
-			m.start(ctx, w)
-		}
+		m.start(ctx, w)
 	}
 }
 
