@@ -11,6 +11,12 @@
 //	                                       holds it, once); {"grace_seconds": n}
 //	                                       keeps the old one working for n seconds
 //	DELETE /admin/v1/keys/{name}/secret    drop the key's secret
+//	GET    /admin/v1/webhooks              every active key's webhooks, with their state
+//	GET    /admin/v1/keys/{name}/webhooks  the key's webhooks, with their state
+//	POST   /admin/v1/keys/{name}/webhooks  make a webhook (network, event, filter,
+//	                                       url, secret): 201 with its "id"
+//	DELETE /admin/v1/keys/{name}/webhooks/{id}         delete a webhook
+//	POST   /admin/v1/keys/{name}/webhooks/{id}/resume  make a paused webhook active
 //	GET    /admin/v1/usage?key=&from=&to=  usage by day, key and method
 //	                                       (?group=key or ?group=method sums the other)
 //	GET    /admin/v1/nodes                 every network's nodes, when Config.Nodes is set
@@ -70,6 +76,9 @@ type Config struct {
 	// refused to (the running config then stays); nil leaves
 	// POST /admin/v1/reload out.
 	Reload func(ctx context.Context) error
+	// Webhooks checks webhooks before they are stored and starts their
+	// delivery; nil stores them unchecked.
+	Webhooks Webhooks
 	// Logger records changes (never keys or tokens).
 	Logger *slog.Logger
 }
@@ -104,6 +113,7 @@ func New(cfg Config) (*API, error) {
 	a.mux.HandleFunc("POST /admin/v1/keys/{name}/secret", a.rotateSecret)
 	a.mux.HandleFunc("DELETE /admin/v1/keys/{name}/secret", a.removeSecret)
 	a.mux.HandleFunc("GET /admin/v1/usage", a.usage)
+	a.routeWebhooks()
 	if cfg.Nodes != nil {
 		a.mux.HandleFunc("GET /admin/v1/nodes", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, cfg.Nodes()) })
 	}
@@ -457,7 +467,7 @@ func (a *API) usage(w http.ResponseWriter, r *http.Request) {
 
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrWebhookNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, store.ErrNameTaken):
 		return http.StatusConflict

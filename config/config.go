@@ -53,6 +53,24 @@ type Config struct {
 	Metrics Metrics `yaml:"metrics"`
 	// Tracing sends OpenTelemetry traces.
 	Tracing Tracing `yaml:"tracing"`
+	// Webhooks are the keys' webhooks (docs/webhooks.md).
+	Webhooks Webhooks `yaml:"webhooks"`
+}
+
+// Webhooks configures the delivery of webhooks (docs/webhooks.md).
+type Webhooks struct {
+	// AllowPrivateURLs lets webhook URLs reach loopback, link-local and
+	// private addresses; off, such a URL is refused at each delivery.
+	AllowPrivateURLs bool `yaml:"allow_private_urls"`
+	// RetryFor is how long a failing delivery is retried before its
+	// webhook is paused; 0 means one hour.
+	RetryFor time.Duration `yaml:"retry_for"`
+	// Timeout bounds one delivery attempt; 0 means 10s.
+	Timeout time.Duration `yaml:"timeout"`
+	// LeaseFor is how long an instance holds a webhook without renewing
+	// its lease (how long a webhook waits after its instance died); 0
+	// means 15s.
+	LeaseFor time.Duration `yaml:"lease_for"`
 }
 
 // Metrics configures the Prometheus endpoint, /metrics.
@@ -532,6 +550,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Metering.FlushInterval <= 0 {
 		return errors.New("config: metering.flush_interval: must be positive")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"retry_for", c.Webhooks.RetryFor}, {"timeout", c.Webhooks.Timeout}, {"lease_for", c.Webhooks.LeaseFor}} {
+		if d.v < 0 {
+			return errors.New("config: webhooks." + d.name + ": must not be negative")
+		}
 	}
 	if c.Metering.DefaultDailyCredits < 0 {
 		return errors.New("config: metering.default_daily_credits: must not be negative")

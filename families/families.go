@@ -62,6 +62,9 @@ type Family struct {
 	// Verify is what the family's verifier takes of a network's verify
 	// lines.
 	Verify VerifyRules
+	// Webhooks is the family's part of webhooks (issue 38); nil when the
+	// family has none yet.
+	Webhooks portico.Webhooks
 }
 
 // VerifyRules are what a family's verifier takes of a network's config.
@@ -192,6 +195,7 @@ func All() []Family {
 			Probe:    "eth_blockNumber",
 			Table:    func(bool) portico.Table { return evm.Table() },
 			Verifier: evmverify.NewVerifier,
+			Webhooks: evm.Webhooks{},
 			Verify: VerifyRules{Checkpoint: regexp.MustCompile(`^0x[0-9a-fA-F]{64}$`), CheckpointWant: "a block hash, 0x and 64 hex digits",
 				ChainID: func(s string) (uint64, error) {
 					id, err := strconv.ParseUint(s, 0, 64)

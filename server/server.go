@@ -38,6 +38,7 @@ import (
 	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/store"
 	"github.com/porticohq/portico/store/sqldb"
+	"github.com/porticohq/portico/webhook"
 )
 
 // Server is a running portico serve: it owns the listeners, the gateway and
@@ -104,6 +105,9 @@ type Server struct {
 	ownListeners map[string]string
 	gw           *gateway.Gateway
 	cache        *network.Cache
+	// webhooks delivers the keys' webhooks; stopWebhooks stops it.
+	webhooks     *webhook.Manager
+	stopWebhooks func()
 	servers      []*fasthttp.Server
 	// listeners are closed after Shutdown too: a server whose Serve had
 	// not started yet when Shutdown ran would otherwise accept forever.
@@ -161,6 +165,9 @@ func (m *Server) Run(ctx context.Context) error {
 	}
 	m.newGateway(nets)
 	if err := m.watchMetrics(); err != nil {
+		return err
+	}
+	if err := m.startWebhooks(); err != nil {
 		return err
 	}
 	handler, dash, err := m.sharedHandler()
@@ -368,7 +375,8 @@ func (m *Server) sharedHandler() (fasthttp.RequestHandler, *dashboardLinks, erro
 		return nil, nil, err
 	}
 	api, err := admin.New(admin.Config{Token: m.Config.Admin.Token, Tokens: tokens, Store: m.Store, Meter: m.Meter,
-		DefaultDailyCredits: m.Config.Metering.DefaultDailyCredits, Logger: m.log, Nodes: m.nodes, Reload: m.reloadFromAdmin})
+		DefaultDailyCredits: m.Config.Metering.DefaultDailyCredits, Logger: m.log, Nodes: m.nodes, Reload: m.reloadFromAdmin,
+		Webhooks: m.webhooks})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -490,6 +498,9 @@ func (m *Server) close() error {
 	m.retiring.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if m.stopWebhooks != nil {
+		m.stopWebhooks()
+	}
 	if m.gw != nil {
 		m.gw.Close()
 	}

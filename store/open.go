@@ -74,6 +74,47 @@ func migrations(d sqldb.Dialect) []string {
 		// JWT public keys, more allowlists, bounds on calls), as JSON;
 		// '' for a key without any.
 		`ALTER TABLE api_keys ADD COLUMN rules TEXT NOT NULL DEFAULT ''`,
+		// Issue 38: webhooks, their outbox and the blocks each was sent
+		// (store/webhooks.go).
+		`CREATE TABLE webhooks (
+			id TEXT PRIMARY KEY,
+			key_id BIGINT NOT NULL REFERENCES api_keys (id),
+			network TEXT NOT NULL,
+			event TEXT NOT NULL,
+			filter TEXT NOT NULL DEFAULT '',
+			url TEXT NOT NULL,
+			secret TEXT NOT NULL,
+			state TEXT NOT NULL,
+			paused_reason TEXT NOT NULL DEFAULT '',
+			cursor_number BIGINT NOT NULL DEFAULT 0,
+			cursor_hash TEXT NOT NULL DEFAULT '',
+			delivered BIGINT NOT NULL DEFAULT 0,
+			lease_owner TEXT NOT NULL DEFAULT '',
+			lease_until BIGINT NOT NULL DEFAULT 0,
+			created_at BIGINT NOT NULL
+		);
+		CREATE INDEX webhooks_key ON webhooks (key_id);
+		CREATE TABLE webhook_deliveries (
+			webhook_id TEXT NOT NULL,
+			seq BIGINT NOT NULL,
+			id TEXT NOT NULL,
+			block_number BIGINT NOT NULL,
+			block_hash TEXT NOT NULL,
+			parent_hash TEXT NOT NULL,
+			removed INTEGER NOT NULL,
+			body TEXT NOT NULL,
+			acked INTEGER NOT NULL,
+			PRIMARY KEY (webhook_id, seq)
+		);
+		CREATE UNIQUE INDEX webhook_deliveries_id ON webhook_deliveries (webhook_id, id);
+		CREATE TABLE webhook_blocks (
+			webhook_id TEXT NOT NULL,
+			number BIGINT NOT NULL,
+			hash TEXT NOT NULL,
+			parent_hash TEXT NOT NULL,
+			silent INTEGER NOT NULL DEFAULT 0,
+			PRIMARY KEY (webhook_id, hash)
+		)`,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/porticohq/portico/metering/apikey"
@@ -117,6 +118,10 @@ type Store struct {
 	db      *sql.DB
 	dialect sqldb.Dialect
 	now     func() time.Time
+	// hookMu serializes this process's webhook writes on SQLite, whose
+	// one writer otherwise has many goroutines wait in its busy handler,
+	// which sleeps (webhooks.go).
+	hookMu sync.Mutex
 }
 
 // Option configures a Store.

@@ -210,7 +210,7 @@ func TestMigrationsIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, err := s.Version(ctx); err != nil || v != 2 {
+		if v, err := s.Version(ctx); err != nil || v != 3 {
 			t.Fatalf("Version = %d, %v", v, err)
 		}
 		_ = s.Close()

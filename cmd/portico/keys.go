@@ -36,6 +36,7 @@ type KeysCmd struct {
 	Set        KeysSetCmd        `cmd:"" help:"Change a key's allowlists, JWT keys, call bounds and log limits (docs/keys.md)."`
 	Secret     KeysSecretCmd     `cmd:"" help:"Give a key a new secret (printed once) or drop it."`
 	Hash       KeysHashCmd       `cmd:"" help:"Print the SHA-256 digest of a key, for keys[].hash in a config file."`
+	Webhooks   KeysWebhooksCmd   `cmd:"" help:"Manage a key's webhooks (docs/webhooks.md)."`
 }
 
 // KeysCreateCmd creates a key.

@@ -71,15 +71,17 @@ async function refresh() {
     // Usage summed per method and per key: far fewer rows than per key
     // and method. The two reads may be a usage flush apart.
     const range = `from=${days[0]}&to=${days.at(-1)}`;
-    const [byMethod, byKey, nodes] = await Promise.all([
+    const [byMethod, byKey, nodes, webhooks] = await Promise.all([
       api('GET', `usage?group=method&${range}`),
       api('GET', `usage?group=key&${range}`),
       api('GET', 'nodes').catch(() => null),
+      api('GET', 'webhooks').catch(() => []),
     ]);
-    Object.assign(state, { keys, days, nodes, usage: { method: byMethod, key: byKey } });
+    Object.assign(state, { keys, days, nodes, webhooks, usage: { method: byMethod, key: byKey } });
     showStatus('');
     drawUsage();
     drawKeys();
+    drawWebhooks();
     drawNodes();
     $('#updated').textContent = 'updated ' + new Date().toLocaleTimeString();
   } catch (e) {
@@ -406,6 +408,36 @@ async function revoke(k) {
     await refresh();
   } catch (e) {
     showStatus(`Revoke ${k.name}: ${e.message}`);
+  }
+}
+
+// ---- webhooks ----
+
+const webhookPath = (w) => `${keyPath(w.key)}/webhooks/${encodeURIComponent(w.id)}`;
+
+function drawWebhooks() {
+  if (unchanged('webhooks', state.webhooks)) return;
+  fill($('#webhook-table'), (state.webhooks || []).map((w) => ({ attrs: { 'data-webhook': w.id }, cells: [
+    td(w.key),
+    td(w.network),
+    td(w.event),
+    td(el('code', { text: w.url })),
+    td(fmt(w.delivered), 'num delivered'),
+    td(w.cursor ? `${fmt(w.cursor.number)} ${w.cursor.hash.slice(0, 10)}…` : '–'),
+    td(el('div', {}, el('span', { class: w.state === 'paused' ? 'state paused' : 'state', text: w.state }),
+      w.paused_reason ? el('div', { class: 'muted small reason', text: w.paused_reason }) : null), 'state-cell'),
+    td(el('div', { class: 'row-actions' },
+      w.state === 'paused' ? el('button', { type: 'button', class: 'resume', text: 'Resume', onclick: () => webhookAction(w, 'POST', '/resume') }) : null,
+      el('button', { type: 'button', class: 'delete', text: 'Delete', onclick: () => webhookAction(w, 'DELETE', '') }))),
+  ] })), 'No webhooks: add one with POST /admin/v1/keys/{name}/webhooks or portico keys webhooks add');
+}
+
+async function webhookAction(w, method, suffix) {
+  try {
+    await api(method, webhookPath(w) + suffix);
+    await refresh();
+  } catch (e) {
+    showStatus(`Webhook ${w.id}: ${e.message}`);
   }
 }
 

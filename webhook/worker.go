@@ -1,0 +1,308 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"time"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/metering/apikey"
+	"github.com/porticohq/portico/store"
+)
+
+// pendingBatch is how many outbox entries a worker holds at once.
+const pendingBatch = 16
+
+// worker delivers one webhook while its manager holds the lease.
+type worker struct {
+	m    *Manager
+	w    store.Webhook
+	fam  portico.Webhooks
+	wake chan struct{}
+	// sent mirrors the store's sent blocks; the stream's goroutine alone
+	// uses it.
+	sent []store.BlockRef
+}
+
+// run streams events into the outbox and delivers the outbox until ctx
+// ends or the webhook is paused or its lease lost.
+func (k *worker) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cancel(k.deliver(ctx))
+	}()
+	k.stream(ctx, cancel)
+	<-done
+	return context.Cause(ctx)
+}
+
+// stream subscribes again whenever the stream ends, resuming after the
+// last block sent, with backoff; a stream that fails for RetryFor pauses
+// the webhook.
+func (k *worker) stream(ctx context.Context, cancel context.CancelCauseFunc) {
+	cfg := &k.m.cfg
+	backoff := cfg.MinBackoff
+	var failingSince time.Time
+	for ctx.Err() == nil {
+		start := time.Now()
+		err := k.streamOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrWebhookNotFound) {
+			cancel(err)
+			return
+		}
+		if time.Since(start) > cfg.LeaseFor {
+			backoff, failingSince = cfg.MinBackoff, time.Time{}
+		}
+		if failingSince.IsZero() {
+			failingSince = start
+		}
+		cfg.Logger.Warn("webhook: stream ended", "webhook", k.w.ID, "network", k.w.Network, "err", err)
+		if time.Since(failingSince) >= cfg.RetryFor {
+			cancel(k.pause(fmt.Sprintf("its events could not be read for %s (since %s): %v", cfg.RetryFor, failingSince.UTC().Format(time.RFC3339), err)))
+			return
+		}
+		if !sleep(ctx, jitter(backoff)) {
+			return
+		}
+		backoff = min(2*backoff, cfg.MaxBackoff)
+	}
+}
+
+// streamOnce reads the webhook's events from where it was until the
+// stream ends.
+func (k *worker) streamOnce(ctx context.Context) error {
+	cfg := &k.m.cfg
+	sent, err := cfg.Store.SentBlocks(ctx, k.w.ID)
+	if err != nil {
+		return err
+	}
+	k.sent = sent
+	body, perBlock, err := k.fam.Subscribe(k.w.Event, json.RawMessage(k.w.Filter), k.resumePoint())
+	if err != nil {
+		return err
+	}
+	key, err := cfg.Store.Get(ctx, k.w.KeyName)
+	if err != nil {
+		return err
+	}
+	id := store.Identity(key)
+	call := func(ctx context.Context, body []byte) ([]byte, error) {
+		return cfg.Source.Call(ctx, id, k.w.Network, body)
+	}
+	return cfg.Source.Stream(ctx, id, k.w.Network, body, func(result json.RawMessage) error {
+		return k.take(ctx, id, call, perBlock, result)
+	})
+}
+
+// resumePoint is the block after which the stream resumes: the last one
+// sent, or for events that are items of blocks (logs) the one before it,
+// whose items were all written (the last block's items are seen again,
+// and known by their ids).
+func (k *worker) resumePoint() string {
+	switch n := len(k.sent); {
+	case n == 0:
+		return ""
+	case k.w.Event == EventLogs && n >= 2:
+		return k.sent[n-2].Hash
+	default:
+		return k.sent[n-1].Hash
+	}
+}
+
+// take writes the events of one notification to the outbox, after the
+// removed deliveries of the sent blocks a block event's reorg dropped.
+func (k *worker) take(ctx context.Context, _ apikey.Identity, call portico.WebhookCaller, perBlock bool, result json.RawMessage) error {
+	evs, err := k.fam.Read(ctx, call, k.w.Event, json.RawMessage(k.w.Filter), result)
+	if err != nil {
+		return err
+	}
+	var ds []store.Delivery
+	for _, ev := range evs {
+		batch := []portico.WebhookEvent{ev}
+		if perBlock && !ev.Removed {
+			var dup bool
+			if batch, dup = k.follow(ev); dup {
+				continue
+			}
+		}
+		for _, e := range batch {
+			d, err := delivery(&k.w, e)
+			if err != nil {
+				return err
+			}
+			ds = append(ds, d)
+		}
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	added, err := k.m.cfg.Store.Enqueue(ctx, k.w.ID, k.m.cfg.Instance, ds, k.m.cfg.Keep)
+	if err != nil {
+		return err
+	}
+	if len(added) > 0 {
+		select {
+		case k.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// follow places block ev on the sent chain: the blocks it replaces (at
+// its height or above, or its parent's height with another hash) are
+// taken back, newest first, then ev; dup says ev was sent already.
+func (k *worker) follow(ev portico.WebhookEvent) (out []portico.WebhookEvent, dup bool) {
+	for _, b := range k.sent {
+		if b.Hash == ev.Hash {
+			return nil, true
+		}
+	}
+	for n := len(k.sent); n > 0; n = len(k.sent) {
+		tip := k.sent[n-1]
+		if tip.Number < ev.Number && (tip.Number != ev.Number-1 || ev.ParentHash == "" || tip.Hash == ev.ParentHash) {
+			break
+		}
+		out = append(out, portico.WebhookEvent{Number: tip.Number, Hash: tip.Hash, ParentHash: tip.ParentHash, Removed: true, Quiet: tip.Silent})
+		k.sent = k.sent[:n-1]
+	}
+	k.sent = append(k.sent, store.BlockRef{Number: ev.Number, Hash: ev.Hash, ParentHash: ev.ParentHash, Silent: ev.Quiet})
+	return append(out, ev), false
+}
+
+// deliver posts the outbox in order until ctx ends or the webhook is
+// paused or its lease lost.
+func (k *worker) deliver(ctx context.Context) error {
+	cfg := &k.m.cfg
+	tick := time.NewTicker(cfg.LeaseFor)
+	defer tick.Stop()
+	for {
+		pending, err := cfg.Store.Pending(ctx, k.w.ID, pendingBatch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			cfg.Logger.Warn("webhook: outbox", "webhook", k.w.ID, "err", err)
+			if !sleep(ctx, cfg.MinBackoff) {
+				return ctx.Err()
+			}
+			continue
+		}
+		if len(pending) == 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-k.wake:
+			case <-tick.C:
+			}
+			continue
+		}
+		if err := k.postAll(ctx, pending); err != nil {
+			return err
+		}
+	}
+}
+
+// postAll posts pending in order, holding their bodies against the key's
+// memory budget; while the budget is full it waits, holding nothing.
+func (k *worker) postAll(ctx context.Context, pending []store.Delivery) error {
+	var held int64
+	for _, d := range pending {
+		held += int64(len(d.Body))
+	}
+	mem := k.m.cfg.Source.KeyMemory(k.w.KeyName)
+	if err := mem.TakeErr(held); err != nil {
+		k.m.cfg.Logger.Warn("webhook: waiting for memory", "webhook", k.w.ID, "err", err)
+		if !sleep(ctx, jitter(k.m.cfg.MinBackoff)) {
+			return ctx.Err()
+		}
+		return nil
+	}
+	defer mem.Give(held)
+	for _, d := range pending {
+		if err := k.post(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// post sends one delivery until the receiver takes it, retrying with
+// backoff; after RetryFor of failures the webhook is paused.
+func (k *worker) post(ctx context.Context, d store.Delivery) error {
+	cfg := &k.m.cfg
+	backoff := cfg.MinBackoff
+	var failingSince time.Time
+	for {
+		err := cfg.Sender.Post(ctx, k.w.URL, k.w.Secret, d.ID, d.Body)
+		if err == nil {
+			return cfg.Store.Ack(ctx, k.w.ID, cfg.Instance, d, cfg.Keep)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		now := time.Now()
+		if failingSince.IsZero() {
+			failingSince = now
+		}
+		if now.Sub(failingSince) >= cfg.RetryFor {
+			return k.pause(fmt.Sprintf("delivery %s failed for %s (since %s): %v", d.ID, cfg.RetryFor, failingSince.UTC().Format(time.RFC3339), redact(err)))
+		}
+		if !sleep(ctx, jitter(backoff)) {
+			return ctx.Err()
+		}
+		backoff = min(2*backoff, cfg.MaxBackoff)
+	}
+}
+
+// pause pauses the webhook with reason and returns errPaused.
+func (k *worker) pause(reason string) error {
+	cfg := &k.m.cfg
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cfg.Store.SetWebhookState(ctx, k.w.ID, store.WebhookPaused, reason); err != nil {
+		cfg.Logger.Warn("webhook: pause", "webhook", k.w.ID, "err", err)
+	}
+	cfg.Logger.Warn("webhook: paused", "webhook", k.w.ID, "reason", reason)
+	return errPaused
+}
+
+// redact drops the URL from a client error (it may hold a token in its
+// path or query); the webhook's URL is known to its owner anyway.
+func redact(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
+}
+
+// jitter spreads d over [d/2, d).
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2)
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
