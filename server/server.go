@@ -38,7 +38,7 @@ import (
 	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/store"
 	"github.com/porticohq/portico/store/sqldb"
-	"github.com/porticohq/portico/webhook"
+	"github.com/porticohq/portico/gateway/webhook"
 )
 
 // Server is a running portico serve: it owns the listeners, the gateway and

@@ -8,7 +8,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/families"
-	"github.com/porticohq/portico/webhook"
+	"github.com/porticohq/portico/gateway/webhook"
 )
 
 // startWebhooks runs the webhook manager (docs/webhooks.md) over the

@@ -20,7 +20,7 @@ import (
 
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/store"
-	"github.com/porticohq/portico/webhook"
+	"github.com/porticohq/portico/gateway/webhook"
 )
 
 // TestBenchWebhooks measures webhooks (docs/benchmarks.md, issue 38):

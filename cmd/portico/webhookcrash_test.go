@@ -18,7 +18,7 @@ import (
 
 	"github.com/porticohq/portico/internal/anvil"
 	"github.com/porticohq/portico/internal/testsvc"
-	"github.com/porticohq/portico/webhook"
+	"github.com/porticohq/portico/gateway/webhook"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/store"
-	"github.com/porticohq/portico/webhook"
+	"github.com/porticohq/portico/gateway/webhook"
 )
 
 // KeysWebhooksCmd manages a key's webhooks (docs/webhooks.md).

@@ -21,7 +21,7 @@ import (
 
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families/evm/evmtx"
-	"github.com/porticohq/portico/webhook"
+	"github.com/porticohq/portico/gateway/webhook"
 )
 
 // receiver is a webhook receiver that fails a share of first attempts

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
-	"github.com/porticohq/portico/webhook"
+	"github.com/porticohq/portico/gateway/webhook"
 )
 
 // fakeDNS answers every A query with addr, over UDP on 127.0.0.1, and
