@@ -346,9 +346,7 @@ func (t *topic) send(method string, result jsontext.Value) {
 			continue
 		}
 		sent++
-		msg := make([]byte, 0, len(prefix)+len(c.sub.ID())+len(suffix))
-		msg = append(append(append(msg, prefix...), c.sub.ID()...), suffix...)
-		c.sub.Notify(msg)
+		c.sub.NotifySpliced(prefix, suffix) // one encoding for every client
 		if t.sp.Ends {
 			c.sub.End()
 		}
