@@ -67,7 +67,9 @@ func planChain(t *testing.T, keep int, reorg bool) (*planNode, map[string]portic
 	for _, h := range a {
 		n.headers[h.Hash], all[h.Hash] = h, h
 	}
-	fetch := func(_ context.Context, _ uint64, hash string) (portico.Header, error) { return n.Header(context.Background(), 0, hash) }
+	fetch := func(_ context.Context, _ uint64, hash string) (portico.Header, error) {
+		return n.Header(context.Background(), 0, hash)
+	}
 	for _, h := range a {
 		if _, err := n.view.Follow(context.Background(), h, fetch); err != nil {
 			t.Fatal(err)
