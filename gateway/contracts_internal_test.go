@@ -106,6 +106,7 @@ func TestCheckContracts(t *testing.T) {
 	check(t, checkContracts(r, "eth_subscribe", &logs, []byte(`["logs",{"address":"`+other+`"}]`)), "params[1].address", other)
 	check(t, checkContracts(r, "eth_subscribe", &logs, []byte(`["logs"]`)), "params[1] (filter)", "")
 	check(t, checkContracts(r, "eth_subscribe", &logs, []byte(`["logs",{"address":"`+a+`","topics":[]}]`)), "", "")
+	check(t, checkContracts(r, "eth_subscribe", &logs, []byte(`["logs",{"address":"`+a+`","resumeFrom":"0x`+strings.Repeat("ab", 32)+`"}]`)), "", "")
 	heads := subs["newHeads"]
 	check(t, checkContracts(r, "eth_subscribe", &heads, []byte(`["newHeads"]`)), "", "")
 }

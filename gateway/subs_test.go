@@ -495,7 +495,7 @@ func TestSubscribeRefusals(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{`{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["nope"]}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"invalid params: param 1 (kind): want one of newHeads, logs, newPendingTransactions, got string \"nope\"","data":{"source":"portico"}}}`},
 		{`{"jsonrpc":"2.0","id":2,"method":"eth_subscribe","params":["logs",{"topics":[["0x12"]]}]}`, `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"invalid params: param 2 (filter.topics[0][0]): want a 32-byte hash, 0x and 64 hex digits, got string \"0x12\"","data":{"source":"portico"}}}`},
-		{`{"jsonrpc":"2.0","id":3,"method":"eth_subscribe","params":["newHeads",{"full":true}]}`, `{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"invalid params: param 2 (options): newHeads takes no options but {\"resumeFrom\": block hash}, got an object","data":{"source":"portico"}}}`},
+		{`{"jsonrpc":"2.0","id":3,"method":"eth_subscribe","params":["newHeads",{}]}`, `{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"invalid params: param 2 (options): newHeads takes no options but {\"resumeFrom\": block hash}, got an object","data":{"source":"portico"}}}`},
 		{`{"jsonrpc":"2.0","id":4,"method":"eth_unsubscribe","params":["0x1234"]}`, `{"jsonrpc":"2.0","id":4,"error":{"code":-32000,"message":"subscription not found"}}`},
 	}
 	for _, tc := range cases {

@@ -127,6 +127,21 @@ func (s *Sub) Notify(msg []byte) bool {
 	return s.conn.Notify(msg)
 }
 
+// NotifySpliced sends the notification head + s's id + tail, as Notify
+// does, without putting it together before it is written (Conn.NotifySpliced):
+// a notification for many clients is encoded once. head and tail must not
+// be changed after.
+func (s *Sub) NotifySpliced(head, tail []byte) bool {
+	s.mu.Lock()
+	if s.active && !s.ended {
+		s.mu.Unlock()
+		return s.conn.NotifySpliced(head, s.id, tail)
+	}
+	s.mu.Unlock()
+	msg := make([]byte, 0, len(head)+len(s.id)+len(tail))
+	return s.Notify(append(append(append(msg, head...), s.id...), tail...))
+}
+
 // activate releases the notifications held until the id was answered.
 func (s *Sub) activate() {
 	s.mu.Lock()

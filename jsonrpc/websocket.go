@@ -162,10 +162,21 @@ type closeFrame struct {
 // queued is one message waiting to be written.
 type queued struct {
 	msg []byte
+	// id and tail, when id is set, make msg the shared head of a
+	// notification sent to many clients (NotifySpliced): the message is
+	// msg + id + tail, put together only when it is written.
+	id, tail []byte
 	// answer says the message is the answer to a client's message: its
 	// in-flight slot is given back once it is written (or dropped).
 	answer bool
 }
+
+// size is the bytes the message holds, as its budgets count them.
+func (q *queued) size() int64 { return int64(len(q.msg) + len(q.id) + len(q.tail)) }
+
+// spliceBuffers are the buffers spliced notifications are put together in
+// for their write: one per writer at a time, not one per client.
+var spliceBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 // Conn is one WebSocket connection serving JSON-RPC. Every message to the
 // client (answers and notifications) goes through one ordered queue that
@@ -467,8 +478,19 @@ func (c *Conn) send(msg []byte) {
 // memory budget refuses the notification: then the connection closes
 // with status 1008 and ReasonSlowReader, once the write in progress is
 // done. msg must not be changed after.
-func (c *Conn) Notify(msg []byte) bool {
-	n := int64(len(msg))
+func (c *Conn) Notify(msg []byte) bool { return c.notify(queued{msg: msg}) }
+
+// NotifySpliced queues the notification head + id + tail as Notify does,
+// without putting it together: head and tail are shared by every client
+// of a notification (one encoding, only the subscription id differs) and
+// are joined with the client's id when the message is written. None of
+// them may be changed after.
+func (c *Conn) NotifySpliced(head, id, tail []byte) bool {
+	return c.notify(queued{msg: head, id: id, tail: tail})
+}
+
+func (c *Conn) notify(q queued) bool {
+	n := q.size()
 	c.mu.Lock()
 	if c.closed || c.finish != nil {
 		c.mu.Unlock()
@@ -485,7 +507,7 @@ func (c *Conn) Notify(msg []byte) bool {
 		c.Close(websocket.StatusPolicyViolation, ReasonSlowReader)
 		return false
 	}
-	c.queue = append(c.queue, queued{msg: msg})
+	c.queue = append(c.queue, q)
 	c.queueBytes += n
 	c.startWriter()
 	c.mu.Unlock()
@@ -497,7 +519,7 @@ func (c *Conn) Notify(msg []byte) bool {
 func (c *Conn) dropQueue() {
 	var n int64
 	for _, q := range c.queue {
-		n += int64(len(q.msg))
+		n += q.size()
 		if q.answer {
 			<-c.slots
 		}
@@ -670,6 +692,22 @@ func (c *Conn) write(msg []byte) error {
 	return errors.Join(err, s.SetWriteDeadline(time.Time{}))
 }
 
+// writeQueued writes one queued message, putting a spliced notification
+// together in a pooled buffer first.
+func (c *Conn) writeQueued(q *queued) error {
+	if q.id == nil {
+		return c.write(q.msg)
+	}
+	bp := spliceBuffers.Get().(*[]byte)
+	b := append(append(append((*bp)[:0], q.msg...), q.id...), q.tail...)
+	err := c.write(b)
+	if cap(b) <= 64<<10 {
+		*bp = b[:0]
+		spliceBuffers.Put(bp)
+	}
+	return err
+}
+
 // drain writes queued messages in order until the queue is empty, then
 // ends; startWriter starts it again for the next message. When the
 // connection ends it drops what is left and starts the close handshake
@@ -701,11 +739,11 @@ func (c *Conn) drain() {
 			c.queue = nil // let a burst's backing array go
 		}
 		c.mu.Unlock()
-		err := c.write(q.msg)
+		err := c.writeQueued(&q)
 		c.mu.Lock()
 		// The message is given back only now: until written it is held.
-		c.queueBytes -= int64(len(q.msg))
-		c.limits.Memory.Give(int64(len(q.msg)))
+		c.queueBytes -= q.size()
+		c.limits.Memory.Give(q.size())
 		if q.answer {
 			<-c.slots
 		}

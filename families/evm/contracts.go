@@ -51,6 +51,14 @@ func logFilterShape() portico.Shape {
 	}}
 }
 
+// logSubscriptionShape is a logs subscription's filter: a log query's,
+// and resumeFrom, a block hash (docs/subscriptions.md).
+func logSubscriptionShape() portico.Shape {
+	s := logFilterShape()
+	s.Members = append(s.Members, portico.Member{Name: "resumeFrom"})
+	return s
+}
+
 func param(name string, s portico.Shape) portico.Param { return portico.Param{Name: name, Shape: s} }
 
 func anyParam(name string) portico.Param { return portico.Param{Name: name} }
@@ -151,7 +159,7 @@ func SubscriptionContracts() map[string]portico.Contracts {
 	return map[string]portico.Contracts{
 		"newHeads":               readsNone(),
 		"newPendingTransactions": readsNone(),
-		"logs":                   named(anyParam("kind"), param("filter", logFilterShape())),
+		"logs":                   named(anyParam("kind"), param("filter", logSubscriptionShape())),
 	}
 }
 

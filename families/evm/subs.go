@@ -78,7 +78,7 @@ func SubscribeParams(raw jsontext.Value) (portico.SubParams, error) {
 		out.Heads = true
 		if len(p) > 1 {
 			opts, err := rpcparams.Object(p[1], 2, "options", "resumeFrom")
-			if err != nil {
+			if _, ok := opts["resumeFrom"]; err != nil || !ok {
 				return portico.SubParams{}, rpcparams.Errorf(2, "options", `newHeads takes no options but {"resumeFrom": block hash}, got %s`, rpcparams.Describe(p[1]))
 			}
 			if out.Resume, err = resumeFrom(opts, "options.resumeFrom"); err != nil {

@@ -25,8 +25,13 @@ type resumer struct {
 	mu   sync.Mutex
 	live bool
 	held []heldNote
+	lost bool // more live notifications came than maxHeld: the client is cut off
 	plan resumePlan
 }
+
+// maxHeld bounds the live notifications held for a client while its
+// backfill runs, as a topic's own queue is bounded.
+const maxHeld = maxTopicQueue
 
 // heldNote is a live notification held while the backfill runs.
 type heldNote struct {
@@ -42,21 +47,29 @@ func (r *resumer) hold(method string, result jsontext.Value) bool {
 	if r.live {
 		return false
 	}
-	r.held = append(r.held, heldNote{method, result})
+	if len(r.held) >= maxHeld {
+		r.lost, r.held = true, nil
+	}
+	if !r.lost {
+		r.held = append(r.held, heldNote{method, result})
+	}
 	return true
 }
 
 // take returns the notifications held so far; with none left it makes the
-// client live.
-func (r *resumer) take() []heldNote {
+// client live. lost reports that too many came to hold.
+func (r *resumer) take() (held []heldNote, lost bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	held := r.held
+	if r.lost {
+		return nil, true
+	}
+	held = r.held
 	r.held = nil
 	if len(held) == 0 {
 		r.live = true
 	}
-	return held
+	return held, false
 }
 
 // roomFloor is how many messages a connection may have queued before a
@@ -141,7 +154,11 @@ func (t *topic) backfill(c *clientSub) {
 		}
 	}
 	for {
-		held := c.resume.take()
+		held, lost := c.resume.take()
+		if lost {
+			t.refuse(c, ErrLost)
+			return
+		}
 		if len(held) == 0 {
 			return
 		}

@@ -3,8 +3,10 @@ package topics
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -334,8 +336,36 @@ func (t *topic) send(method string, result jsontext.Value) {
 	if len(clients) == 0 {
 		return
 	}
-	cost := t.cost()
 	prefix, suffix := t.envelope(method, result)
+	parts := min(runtime.GOMAXPROCS(0), (len(clients)+fanOutShare-1)/fanOutShare)
+	if parts <= 1 {
+		t.n.metrics.Notifications(t.n.name, t.sp.Kind, t.sendTo(clients, method, result, prefix, suffix))
+		return
+	}
+	// Many clients: served by one goroutine per core, each client by
+	// one, so that each still gets its notifications in order.
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	for i := range parts {
+		share := clients[i*len(clients)/parts : (i+1)*len(clients)/parts]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sent.Add(int64(t.sendTo(share, method, result, prefix, suffix)))
+		}()
+	}
+	wg.Wait()
+	t.n.metrics.Notifications(t.n.name, t.sp.Kind, int(sent.Load()))
+}
+
+// fanOutShare is how many clients of a notification one goroutine serves
+// before the notification is served by one goroutine per core.
+const fanOutShare = 1024
+
+// sendTo charges and queues one notification, encoded once (prefix + id +
+// suffix), for each of clients, and returns how many it was queued for.
+func (t *topic) sendTo(clients []*clientSub, method string, result jsontext.Value, prefix, suffix []byte) int {
+	cost := t.cost()
 	sent := 0
 	for _, c := range clients {
 		if c.resume != nil && c.resume.hold(method, result) {
@@ -346,14 +376,12 @@ func (t *topic) send(method string, result jsontext.Value) {
 			continue
 		}
 		sent++
-		msg := make([]byte, 0, len(prefix)+len(c.sub.ID())+len(suffix))
-		msg = append(append(append(msg, prefix...), c.sub.ID()...), suffix...)
-		c.sub.Notify(msg)
+		c.sub.NotifySpliced(prefix, suffix) // one encoding for every client
 		if t.sp.Ends {
 			c.sub.End()
 		}
 	}
-	t.n.metrics.Notifications(t.n.name, t.sp.Kind, sent)
+	return sent
 }
 
 // envelope is a notification around its id: prefix + id + suffix.
