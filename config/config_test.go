@@ -112,6 +112,11 @@ func TestErrors(t *testing.T) {
 		{"key name with a space", "keys: [{name: 'my key', key: k0123456789abcdef0123456789abcdef}]", `config: keys[0].name: "my key": no spaces or control characters`},
 		{"key name twice", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef}, {name: a, key: j0123456789abcdef0123456789abcdef}]", `config: keys[1].name: "a" is also the name of keys[0]`},
 		{"one key twice", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef}, {name: b, key: k0123456789abcdef0123456789abcdef}]", "config: keys[1]: the same key as keys[0]"},
+		{"redis and redis_addrs", "metering: {redis: 'redis://r:6379/0', redis_addrs: ['a:6379']}", "config: metering.redis_addrs: set redis or redis_addrs, not both"},
+		{"sentinel without sentinels", "metering: {redis_master_name: m}", "config: metering.redis_master_name: needs the Sentinels in redis_addrs"},
+		{"redis addr without port", "metering: {redis_addrs: ['a:6379', 'b']}", "config: metering.redis_addrs[1]: want host:port"},
+		{"lease ttl of 1ms", "metering: {lease_ttl: 1ms}", "config: metering.lease_ttl: 0 (no leases) or at least 100ms"},
+		{"negative lease ttl", "metering: {lease_ttl: -1s}", "config: metering.lease_ttl: 0 (no leases) or at least 100ms"},
 		{"key audience without public keys", "keys: [{name: a, key: k0123456789abcdef0123456789abcdef, jwt_keys: [], jwt_audience: app}]", "config: keys[0].jwt_keys: jwt_max_lifetime and jwt_audience need at least one public key"},
 	}
 	for _, tc := range cases {

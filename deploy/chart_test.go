@@ -268,7 +268,7 @@ config:
 			},
 		},
 		{
-			name: "three replicas on a Redis Cluster, and on Sentinel",
+			name: "three replicas on a Redis Cluster",
 			overrides: `
 replicaCount: 3
 postgres: {url: "postgres://portico:pw@pg:5432/portico"}

@@ -193,7 +193,8 @@ func (ls *leases) reserve(ctx context.Context, keyID int64, day string, cost, li
 	// A key quiet on this instance comes down to leases of one call:
 	// nothing left over to give back, one script per call as without
 	// leases.
-	l.size = max(l.size, cost)
+	// No lease needs more than the balance.
+	l.size = max(min(l.size, limit), cost)
 	for range 3 {
 		op := ls.op(l, cost, l.size, limit)
 		res, err := ls.send(ctx, k, op)

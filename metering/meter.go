@@ -12,7 +12,7 @@
 //
 //   - the Counter decides, exactly and atomically, whether the call fits the
 //     balance and the rate limit (in memory for one instance, in Redis for
-//     several);
+//     several, where each instance takes credits in leases: lease.go);
 //   - the journal records it on disk before the call is forwarded, so a
 //     crash cannot lose it;
 //   - a flusher sums journal records into the store's usage table every
