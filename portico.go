@@ -80,6 +80,9 @@ type Params struct {
 	// send is broadcast to the network's nodes, and a node that answers
 	// another hash is at fault.
 	TxHash string
+	// Wait, when not nil, is a call that sends a signed transaction
+	// (TxHash) and answers once it landed.
+	Wait *TxWait
 }
 
 // Cacheability says whether and for how long an answer may be served from
@@ -162,6 +165,9 @@ type Table struct {
 	Chain Chain
 	// Subscriptions are the family's subscribe methods.
 	Subscriptions Subscriptions
+	// Txs are how the family's sent transactions are followed until
+	// they land.
+	Txs TxRules
 }
 
 // KeyForm says which spellings of a call's params are one value for the

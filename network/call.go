@@ -101,6 +101,9 @@ func (n *Network) Call(ctx context.Context, c Call, frame []byte) Outcome {
 	if c.Params.Filter != nil {
 		return n.callFilter(ctx, c, frame)
 	}
+	if c.Params.Wait != nil {
+		return n.callWait(ctx, c, frame)
+	}
 	if n.verifier != nil {
 		if c.Params.Logs == nil {
 			return n.verifiedCall(ctx, c, frame)

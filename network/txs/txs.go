@@ -1,0 +1,160 @@
+// Package txs follows the signed transactions a network sends for its
+// clients until they land: it waits for one to be in a block of the
+// served chain (eth_sendRawTransactionSync), reading the chain view, so
+// that a receipt in a block a reorg dropped is no confirmation; and it
+// keeps the transactions it was given, per key and bounded, and sends one
+// again when no node holds it any more (a node that took it and dropped
+// it leaves a nonce gap nothing else closes).
+//
+// What a transaction's receipt looks like and how a node is asked about
+// it are the family's (portico.TxRules); this package only follows the
+// answers on the chain view.
+package txs
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/network/chainview"
+	"github.com/porticohq/portico/network/upstream"
+)
+
+// Defaults of Settings.
+const (
+	// DefaultWait is how long a sync send waits when its client names no
+	// timeout.
+	DefaultWait = 20 * time.Second
+	// DefaultMaxWait bounds the wait a client may ask for: below the
+	// gateway's default write timeout (60 s), so the answer is still
+	// written.
+	DefaultMaxWait = 50 * time.Second
+)
+
+// Upstream is what the tracker needs of a network's nodes;
+// *upstream.Pool is one.
+type Upstream interface {
+	// Do sends a call to a node and appends its result to dst.
+	Do(ctx context.Context, req upstream.Request, dst []byte) (jsontext.Value, error)
+	// View is the served chain.
+	View() *chainview.View
+	// Poke has head tracking catch up with the nodes now.
+	Poke()
+}
+
+// Settings are a network's settings for the transactions it follows.
+type Settings struct {
+	// Wait is a sync send's wait when its client names none, MaxWait the
+	// longest a client may ask for; 0 takes DefaultWait and
+	// DefaultMaxWait.
+	Wait, MaxWait time.Duration
+}
+
+// Config is what a Tracker needs. Upstream is required; a zero Rules
+// (a family whose sends are not followed) follows nothing.
+type Config struct {
+	Network  string
+	Upstream Upstream
+	Rules    portico.TxRules
+	Settings Settings
+	Logger   *slog.Logger
+}
+
+// Tracker follows one network's sent transactions.
+type Tracker struct {
+	network string
+	up      Upstream
+	rules   portico.TxRules
+	set     Settings
+	log     *slog.Logger
+}
+
+// New returns a tracker; it starts nothing.
+func New(cfg Config) *Tracker {
+	t := &Tracker{network: cfg.Network, up: cfg.Upstream, rules: cfg.Rules, set: cfg.Settings, log: cfg.Logger}
+	if t.set.Wait <= 0 {
+		t.set.Wait = DefaultWait
+	}
+	if t.set.MaxWait <= 0 {
+		t.set.MaxWait = DefaultMaxWait
+	}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	return t
+}
+
+// Follows reports whether the tracker can follow the family's
+// transactions.
+func (t *Tracker) Follows() bool { return t.rules.Landed != nil && t.rules.Where != nil }
+
+// WaitFor is how long a sync send that asked for asked waits: the
+// default for 0, else asked up to MaxWait.
+func (t *Tracker) WaitFor(asked time.Duration) time.Duration {
+	if asked <= 0 {
+		return min(t.set.Wait, t.set.MaxWait)
+	}
+	return min(asked, t.set.MaxWait)
+}
+
+// Wait waits up to wait for the transaction with hash to be in a block
+// of the served chain, and returns the answer that says so (the
+// receipt). A receipt in a block the chain view does not hold (a branch
+// a reorg dropped, or one a node has and the view not yet) is no answer:
+// the transaction is asked about again at every change of the served
+// chain. When the wait runs out the error is a *portico.TxTimeoutError;
+// when ctx ends first, ctx's error.
+func (t *Tracker) Wait(ctx context.Context, hash string, wait time.Duration) (jsontext.Value, error) {
+	view := t.up.View()
+	kick := make(chan struct{}, 1)
+	stop := view.OnSwitch(func(chainview.Switch) {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	})
+	defer stop()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		if res, ok := t.landed(ctx, hash); ok {
+			return res, nil
+		}
+		select {
+		case <-kick:
+		case <-timer.C:
+			return nil, &portico.TxTimeoutError{Hash: hash, Waited: wait}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// landed asks a node where the transaction is, and returns the answer
+// when that is a block of the served chain. A block the view has not
+// reached yet has head tracking catch up now.
+func (t *Tracker) landed(ctx context.Context, hash string) (jsontext.Value, bool) {
+	method, params := t.rules.Landed(hash)
+	res, err := t.up.Do(ctx, upstream.Request{Method: method, Params: params}, nil)
+	if err != nil {
+		return nil, false
+	}
+	at, ok := t.rules.Where(res)
+	if !ok {
+		return nil, false
+	}
+	view := t.up.View()
+	head, tracked := view.Head()
+	switch {
+	case !tracked:
+		return res, true // no chain to check it against
+	case view.OnChain(at.Hash):
+		return res, true
+	case at.Number > head.Number:
+		t.up.Poke()
+	}
+	return nil, false
+}

@@ -1,0 +1,28 @@
+package network
+
+import (
+	"context"
+
+	"github.com/porticohq/portico"
+)
+
+// callWait serves a call that sends a signed transaction and answers
+// once it landed (portico.TxWait, eth_sendRawTransactionSync): the
+// transaction is sent as its family's send method is (broadcast, its hash
+// checked, a retry answered from what was sent), then followed on the
+// served chain until it is in a block of it or the wait runs out. A
+// family whose sends are not followed gets the send's answer.
+func (n *Network) callWait(ctx context.Context, c Call, frame []byte) Outcome {
+	w := c.Params.Wait
+	send := c
+	send.Method = w.Send
+	send.Params = portico.Params{Send: w.SendParams, Cache: portico.NotCacheable, TxHash: c.Params.TxHash}
+	if out := n.call(ctx, send, nil); out.Err != nil || !n.txs.Follows() {
+		return out
+	}
+	res, err := n.txs.Wait(ctx, c.Params.TxHash, n.txs.WaitFor(w.Timeout))
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	return framed(frame, res, CacheNone)
+}
