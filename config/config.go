@@ -283,6 +283,10 @@ type Transactions struct {
 	// below limits.write_timeout).
 	SyncTimeout    time.Duration `yaml:"sync_timeout"`
 	SyncTimeoutMax time.Duration `yaml:"sync_timeout_max"`
+	// ResendAfter is how long a transaction Portico keeps goes unchecked
+	// before it is sent again if it has not landed and no node holds it
+	// (default 15s).
+	ResendAfter time.Duration `yaml:"resend_after"`
 }
 
 // Logs configures a network's log queries: portico.LogSettings, each field

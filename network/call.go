@@ -211,6 +211,9 @@ func (n *Network) call(ctx context.Context, c Call, frame []byte) Outcome {
 		return Outcome{Err: err}
 	}
 	res := full[len(frame):]
+	if m.Write && params.TxHash != "" {
+		n.keep(c, params)
+	}
 	repinned := req.Repinned != nil && *req.Repinned
 	if key != "" && len(res) > 0 && res.Kind() != 'n' && !repinned {
 		// A null (a transaction or block not there yet) may still change.

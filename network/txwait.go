@@ -26,3 +26,11 @@ func (n *Network) callWait(ctx context.Context, c Call, frame []byte) Outcome {
 	}
 	return framed(frame, res, CacheNone)
 }
+
+// keep has the tracker keep a transaction a node took for the calling
+// key, to send it again should every node drop it.
+func (n *Network) keep(c Call, params portico.Params) {
+	if n.txs.Resends() && !n.txs.Keep(c.Key.Name, params.TxHash, c.Method.Name, params.Send) {
+		n.log.Debug("transaction not kept for resending: the key's bound or the memory budget is full", "network", n.name, "tx", params.TxHash)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/metering/membudget"
 	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/network/txs"
 	"github.com/porticohq/portico/network/upstream"
@@ -84,7 +85,8 @@ func (m *Server) network(ctx context.Context, n *config.Network, meter network.M
 	verifyCfg.CallCost = verifyCallCost(res.table, n)
 	res.served = network.New(network.Config{Name: n.Name, Upstream: res.pool, Tags: methods.Chain().Tags, KeyForm: methods.KeyForm(), Subs: methods.Subscriptions(),
 		Cache: m.cache, NoCoalesce: noCoalesce, Meter: meter, Logger: m.log, Metrics: m.metrics, Logs: logSettings(n), Verify: verifyCfg,
-		Txs: table.Txs, TxSettings: txs.Settings{Wait: n.Transactions.SyncTimeout, MaxWait: n.Transactions.SyncTimeoutMax}})
+		Txs: table.Txs, TxSettings: txs.Settings{Wait: n.Transactions.SyncTimeout, MaxWait: n.Transactions.SyncTimeoutMax, ResendAfter: n.Transactions.ResendAfter},
+		TxMemory: membudget.New("transactions", 0, m.memory())})
 	return &servedNetwork{cfg: *n, res: res,
 		gw: &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Served: res.served}}, nil
 }

@@ -14,11 +14,13 @@ package txs
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/metering/membudget"
 	"github.com/porticohq/portico/network/chainview"
 	"github.com/porticohq/portico/network/upstream"
 )
@@ -51,7 +53,31 @@ type Settings struct {
 	// longest a client may ask for; 0 takes DefaultWait and
 	// DefaultMaxWait.
 	Wait, MaxWait time.Duration
+	// ResendAfter is how long a kept transaction goes unchecked before it
+	// is sent again if no node holds it; 0 takes DefaultResendAfter.
+	ResendAfter time.Duration
 }
+
+// Metrics records what happens to the transactions a network follows;
+// *metrics.Metrics is one.
+type Metrics interface {
+	// TxLanded records a kept transaction found on the served chain,
+	// took after it was first sent.
+	TxLanded(network string, took time.Duration)
+	// TxResent records a kept transaction sent again.
+	TxResent(network string)
+	// TxDropped records a kept transaction let go without landing, for
+	// reason: expired (kept too long), refused (the nodes refuse it
+	// now), unkept (no room to keep it).
+	TxDropped(network, reason string)
+}
+
+// noMetrics records nothing.
+type noMetrics struct{}
+
+func (noMetrics) TxLanded(string, time.Duration) {}
+func (noMetrics) TxResent(string)                {}
+func (noMetrics) TxDropped(string, string)       {}
 
 // Config is what a Tracker needs. Upstream is required; a zero Rules
 // (a family whose sends are not followed) follows nothing.
@@ -61,6 +87,14 @@ type Config struct {
 	Rules    portico.TxRules
 	Settings Settings
 	Logger   *slog.Logger
+	// Memory is the budget the kept transactions' bytes are taken from
+	// (the process's, or one under it); nil bounds them only per key.
+	Memory *membudget.Budget
+	// Metrics records landed, resent and dropped transactions; nil
+	// records nothing.
+	Metrics Metrics
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
 
 // Tracker follows one network's sent transactions.
@@ -70,11 +104,30 @@ type Tracker struct {
 	rules   portico.TxRules
 	set     Settings
 	log     *slog.Logger
+	metrics Metrics
+	now     func() time.Time
+
+	kept      keptTxs
+	start     sync.Once // the resend loop, at the first kept transaction
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
 }
 
 // New returns a tracker; it starts nothing.
 func New(cfg Config) *Tracker {
-	t := &Tracker{network: cfg.Network, up: cfg.Upstream, rules: cfg.Rules, set: cfg.Settings, log: cfg.Logger}
+	t := &Tracker{network: cfg.Network, up: cfg.Upstream, rules: cfg.Rules, set: cfg.Settings, log: cfg.Logger, metrics: cfg.Metrics,
+		now: cfg.Now, done: make(chan struct{})}
+	t.kept.mem = cfg.Memory
+	if t.set.ResendAfter <= 0 {
+		t.set.ResendAfter = DefaultResendAfter
+	}
+	if t.metrics == nil {
+		t.metrics = noMetrics{}
+	}
+	if t.now == nil {
+		t.now = time.Now
+	}
 	if t.set.Wait <= 0 {
 		t.set.Wait = DefaultWait
 	}

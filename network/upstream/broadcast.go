@@ -81,10 +81,10 @@ func (s *sentTxs) put(hash string, answer jsontext.Value, now time.Time) {
 // are still answering when the client has its answer are let finish, on
 // their own, within the attempt timeout: every node gets the transaction.
 // The same transaction sent again within sentFor is answered as it was,
-// with no node asked.
+// with no node asked (a client's retry: the network's tracker is what
+// sends a dropped transaction again, as a Resend).
 func (p *Pool) broadcast(caller context.Context, req Request, dst []byte) (jsontext.Value, error) {
-	now := p.now()
-	if res, ok := p.sent.get(req.TxHash, now); ok {
+	if res, ok := p.sent.get(req.TxHash, p.now()); ok && !req.Resend {
 		return append(dst, res...), nil
 	}
 	targets := p.broadcastTargets(req)

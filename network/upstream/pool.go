@@ -124,6 +124,9 @@ type Request struct {
 	// TxHash, for a Write that sends a signed transaction, is its hash:
 	// the send is broadcast (see Broadcast).
 	TxHash string
+	// Resend marks a send the network makes again of a transaction no
+	// node holds any more: it is broadcast even though it was lately.
+	Resend bool
 }
 
 // Pool sends each call to the best node of a network for that call, hedges
