@@ -24,7 +24,8 @@ type TxWait struct {
 // TxRules are how a family follows the transactions sent through the
 // gateway until they land: the calls that ask a node about one, and how
 // their answers read. A family whose sends are not followed leaves Landed
-// nil.
+// nil. A family with no Held (no node tells a pending transaction) has
+// a transaction that has not landed sent again at every check.
 type TxRules struct {
 	// Landed returns the call that asks a node where the transaction
 	// with hash landed (eth_getTransactionReceipt).
@@ -37,6 +38,12 @@ type TxRules struct {
 	// Holds reads its answer.
 	Held  func(hash string) (method string, params jsontext.Value)
 	Holds func(res jsontext.Value) bool
+	// Expiry, when not nil, returns the call that asks a node whether the
+	// transaction sent with params can still land (the slot chain's
+	// isBlockhashValid of its recent blockhash), and Expired reads its
+	// answer: an expired transaction is let go, not sent again.
+	Expiry  func(params jsontext.Value) (method string, call jsontext.Value, ok bool)
+	Expired func(res jsontext.Value) bool
 }
 
 // TxTimeoutError answers a call that sent a transaction and waited for

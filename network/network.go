@@ -171,7 +171,7 @@ func New(cfg Config) *Network {
 		n.verifier, n.verifyMode = newFamilyVerifier(n.name, n.up, cfg.Verify, n.nodeRange.Load, n.log, n.metrics)
 		n.stops = append(n.stops, followHeads(n.verifier, n.up))
 	}
-	n.txs = txs.New(txs.Config{Network: n.name, Upstream: n.up, Rules: cfg.Txs, Settings: cfg.TxSettings, Logger: n.log, Memory: cfg.TxMemory})
+	n.txs = txs.New(txs.Config{Network: n.name, Upstream: n.up, Rules: cfg.Txs, Settings: cfg.TxSettings, Logger: n.log, Memory: cfg.TxMemory, Metrics: cfg.Metrics})
 	n.hub = topics.New(topics.Config{Network: n.name, Upstream: n.up, Subs: cfg.Subs,
 		Accounts: notifyAccounts{acc: newAccountsRef(cfg.Meter, n)}, Logger: n.log, Metrics: n.metrics})
 	if c := n.cache; c != nil {

@@ -46,18 +46,19 @@ type keyUse struct {
 	bytes int64
 }
 
-// add keeps a transaction key sent, once; false when the key's bounds or
-// the memory budget leave no room (it is not kept).
-func (k *keptTxs) add(key, hash, method string, params jsontext.Value, now time.Time) bool {
+// add keeps a transaction key sent, once: kept says it is kept, fresh
+// that it was not before; kept is false when the key's bounds or the
+// memory budget leave no room.
+func (k *keptTxs) add(key, hash, method string, params jsontext.Value, now time.Time) (kept, fresh bool) {
 	size := int64(len(params)+len(hash)+len(method)) + keptOverhead
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if _, ok := k.byHash[hash]; ok {
-		return true
+		return true, false
 	}
 	use := k.perKey[key]
 	if use.txs >= MaxKeyTxs || use.bytes+size > MaxKeyBytes || !k.mem.Take(size) {
-		return false
+		return false, false
 	}
 	if k.byHash == nil {
 		k.byHash, k.perKey = map[string]*keptTx{}, map[string]keyUse{}
@@ -65,7 +66,7 @@ func (k *keptTxs) add(key, hash, method string, params jsontext.Value, now time.
 	k.byHash[hash] = &keptTx{hash: hash, key: key, method: method, params: append(jsontext.Value(nil), params...),
 		size: size, added: now, checked: now}
 	k.perKey[key] = keyUse{txs: use.txs + 1, bytes: use.bytes + size}
-	return true
+	return true, true
 }
 
 // remove lets a transaction go.

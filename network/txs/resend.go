@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico/jsonrpc"
+	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/network/chainview"
 	"github.com/porticohq/portico/network/upstream"
 )
@@ -24,16 +25,20 @@ func (t *Tracker) Keep(key, hash, method string, params jsontext.Value) bool {
 	if !t.Resends() {
 		return false
 	}
-	ok := t.kept.add(key, hash, method, params, t.now())
-	if ok {
+	kept, fresh := t.kept.add(key, hash, method, params, t.now())
+	switch {
+	case !kept:
+		t.metrics.TxEvent(t.network, metrics.TxNotKept)
+	case fresh:
+		t.metrics.TxEvent(t.network, metrics.TxSent)
 		t.start.Do(t.startLoop)
 	}
-	return ok
+	return kept
 }
 
 // Resends reports whether the tracker keeps and resends transactions:
-// the family says how a node is asked whether it holds one.
-func (t *Tracker) Resends() bool { return t.Follows() && t.rules.Held != nil && t.rules.Holds != nil }
+// the family says how a node is asked where one landed.
+func (t *Tracker) Resends() bool { return t.Follows() }
 
 // Kept returns how many transactions the tracker keeps.
 func (t *Tracker) Kept() int { return t.kept.len() }
@@ -79,7 +84,7 @@ func (t *Tracker) sweep() {
 	check, expired := t.kept.due(t.now(), t.set.ResendAfter)
 	for _, h := range expired {
 		t.kept.remove(h)
-		t.metrics.TxDropped(t.network, "expired")
+		t.metrics.TxEvent(t.network, metrics.TxExpired)
 	}
 	for _, k := range check {
 		t.check(k)
@@ -99,23 +104,48 @@ func (t *Tracker) check(k keptTx) {
 		t.kept.checked(k.hash, t.now(), false)
 		return
 	}
+	if t.expired(ctx, k) {
+		t.kept.remove(k.hash)
+		t.metrics.TxEvent(t.network, metrics.TxExpired)
+		t.log.Debug("transaction let go: it can no longer land", "network", t.network, "tx", k.hash)
+		return
+	}
 	_, err := t.up.Do(ctx, upstream.Request{Method: k.method, Params: k.params, Write: true, TxHash: k.hash, Resend: true}, nil)
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
 		// The nodes refuse it now (its nonce was used by another
 		// transaction, its sender's funds are gone): nothing to resend.
 		t.kept.remove(k.hash)
-		t.metrics.TxDropped(t.network, "refused")
+		t.metrics.TxEvent(t.network, metrics.TxRefused)
 		return
 	}
 	t.kept.checked(k.hash, t.now(), true)
-	t.metrics.TxResent(t.network)
+	t.metrics.TxEvent(t.network, metrics.TxResent)
 	t.log.Debug("transaction sent again: no node held it", "network", t.network, "tx", k.hash, "err", err)
 }
 
-// held reports whether a node holds the transaction (pending or landed).
+// held reports whether a node holds the transaction (pending or landed);
+// false for a family whose nodes do not tell.
 func (t *Tracker) held(ctx context.Context, hash string) bool {
+	if t.rules.Held == nil || t.rules.Holds == nil {
+		return false
+	}
 	method, params := t.rules.Held(hash)
 	res, err := t.up.Do(ctx, upstream.Request{Method: method, Params: params}, nil)
 	return err == nil && t.rules.Holds(res)
+}
+
+// expired reports whether a node says the transaction can no longer land
+// (the family's Expiry); false when the family has no such rule or no
+// node answers.
+func (t *Tracker) expired(ctx context.Context, k keptTx) bool {
+	if t.rules.Expiry == nil || t.rules.Expired == nil {
+		return false
+	}
+	method, params, ok := t.rules.Expiry(k.params)
+	if !ok {
+		return false
+	}
+	res, err := t.up.Do(ctx, upstream.Request{Method: method, Params: params}, nil)
+	return err == nil && t.rules.Expired(res)
 }

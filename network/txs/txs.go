@@ -21,6 +21,7 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/metering/membudget"
+	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/network/chainview"
 	"github.com/porticohq/portico/network/upstream"
 )
@@ -58,26 +59,6 @@ type Settings struct {
 	ResendAfter time.Duration
 }
 
-// Metrics records what happens to the transactions a network follows;
-// *metrics.Metrics is one.
-type Metrics interface {
-	// TxLanded records a kept transaction found on the served chain,
-	// took after it was first sent.
-	TxLanded(network string, took time.Duration)
-	// TxResent records a kept transaction sent again.
-	TxResent(network string)
-	// TxDropped records a kept transaction let go without landing, for
-	// reason: expired (kept too long), refused (the nodes refuse it
-	// now), unkept (no room to keep it).
-	TxDropped(network, reason string)
-}
-
-// noMetrics records nothing.
-type noMetrics struct{}
-
-func (noMetrics) TxLanded(string, time.Duration) {}
-func (noMetrics) TxResent(string)                {}
-func (noMetrics) TxDropped(string, string)       {}
 
 // Config is what a Tracker needs. Upstream is required; a zero Rules
 // (a family whose sends are not followed) follows nothing.
@@ -90,9 +71,9 @@ type Config struct {
 	// Memory is the budget the kept transactions' bytes are taken from
 	// (the process's, or one under it); nil bounds them only per key.
 	Memory *membudget.Budget
-	// Metrics records landed, resent and dropped transactions; nil
+	// Metrics records sent, landed, resent and dropped transactions; nil
 	// records nothing.
-	Metrics Metrics
+	Metrics *metrics.Metrics
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -104,7 +85,7 @@ type Tracker struct {
 	rules   portico.TxRules
 	set     Settings
 	log     *slog.Logger
-	metrics Metrics
+	metrics *metrics.Metrics
 	now     func() time.Time
 
 	kept      keptTxs
@@ -121,9 +102,6 @@ func New(cfg Config) *Tracker {
 	t.kept.mem = cfg.Memory
 	if t.set.ResendAfter <= 0 {
 		t.set.ResendAfter = DefaultResendAfter
-	}
-	if t.metrics == nil {
-		t.metrics = noMetrics{}
 	}
 	if t.now == nil {
 		t.now = time.Now
@@ -202,8 +180,10 @@ func (t *Tracker) landed(ctx context.Context, hash string) (jsontext.Value, bool
 	view := t.up.View()
 	head, tracked := view.Head()
 	switch {
-	case !tracked:
-		return res, true // no chain to check it against
+	case !tracked || at.Hash == "":
+		// No chain to check it against, or a family whose landed
+		// transactions do not reorg (the slot chain's confirmed).
+		return res, true
 	case view.OnChain(at.Hash):
 		return res, true
 	case at.Number > head.Number:

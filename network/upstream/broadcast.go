@@ -91,6 +91,9 @@ func (p *Pool) broadcast(caller context.Context, req Request, dst []byte) (jsont
 	if len(targets) == 0 {
 		return nil, &portico.UpstreamError{Network: p.network, Err: portico.ErrUpstreamUnavailable}
 	}
+	if p.onSend != nil {
+		p.onSend(len(targets))
+	}
 	want := `"` + strings.ToLower(req.TxHash) + `"`
 	results := make(chan attempt, len(targets))
 	for _, m := range targets {

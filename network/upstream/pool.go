@@ -71,6 +71,9 @@ type PoolConfig struct {
 	// Broadcast says where signed transactions go; the zero value sends
 	// each to every node that serves the method.
 	Broadcast Broadcast
+	// OnBroadcast, when not nil, is told how many nodes each broadcast
+	// send went to (for metrics).
+	OnBroadcast func(nodes int)
 }
 
 // Hedge configures hedged reads: a read that has no answer after a delay
@@ -158,6 +161,7 @@ type Pool struct {
 	tracer  trace.Tracer
 	answers *Classifier
 	bcast   Broadcast
+	onSend  func(nodes int)
 	sent    sentTxs // transactions broadcast lately
 
 	view    *chainview.View // the served chain, by hash
@@ -181,7 +185,7 @@ func NewPool(cfg PoolConfig) *Pool {
 		network: cfg.Network, timeout: cfg.Timeout, attempt: cfg.AttemptTimeout, chain: cfg.Chain,
 		chainID: cfg.ChainID, poll: cfg.PollInterval, maxLag: cfg.MaxLag, hedge: cfg.Hedge,
 		log: cfg.Logger, now: cfg.Now, observe: cfg.OnAttempt, tracer: cfg.Tracer,
-		answers: cfg.Answers, bcast: cfg.Broadcast,
+		answers: cfg.Answers, bcast: cfg.Broadcast, onSend: cfg.OnBroadcast,
 	}
 	if p.answers == nil {
 		p.answers = NewClassifier(p.chain.Answers)
