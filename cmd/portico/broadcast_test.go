@@ -241,3 +241,41 @@ func TestBroadcastLandsViem(t *testing.T) {
 		t.Errorf("the node that lost one was sent %d, want 21 (the lost one again)", honest.sends.Load())
 	}
 }
+
+// TestPrivateRoute: a network whose broadcast names a private relay
+// alone sends no signed transaction to its public nodes, neither the
+// client's sends nor Portico's own (eth_sendRawTransactionSync); its
+// reads still go to them, and the transactions land.
+func TestPrivateRoute(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	node := startAnvil(t, ctx).URL()
+	public1 := newTxFront(t, &txFront{node: node})
+	public2 := newTxFront(t, &txFront{node: node})
+	relay := newTxFront(t, &txFront{node: node})
+	cfg := verifyConfigFor(map[string]string{"public1": public1.srv.URL, "public2": public2.srv.URL, "relay": relay.srv.URL},
+		[]string{"public1", "public2", "relay"}, "off")
+	cfg.Networks[0].Broadcast = []string{"relay"}
+	client, err := ethclient.DialContext(ctx, start(t, cfg).url(t, "anvil"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	txs := transfers(t, ctx, client, 3)
+	for _, tx := range txs[:2] {
+		if err := client.SendTransaction(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait := 30 * time.Second
+	if r, err := client.SendTransactionSync(ctx, txs[2], &wait); err != nil || r.Status != types.ReceiptStatusSuccessful {
+		t.Fatalf("a sync send through the relay: %+v %v", r, err)
+	}
+	for i, tx := range txs[:2] {
+		if r, err := client.TransactionReceipt(ctx, tx.Hash()); err != nil || r.Status != types.ReceiptStatusSuccessful {
+			t.Errorf("transaction %d: %+v %v", i, r, err)
+		}
+	}
+	if public1.sends.Load() != 0 || public2.sends.Load() != 0 || relay.sends.Load() != 3 {
+		t.Errorf("sends: public %d and %d, relay %d; want 0, 0, 3", public1.sends.Load(), public2.sends.Load(), relay.sends.Load())
+	}
+}
