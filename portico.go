@@ -83,6 +83,17 @@ type Params struct {
 	// Wait, when not nil, is a call that sends a signed transaction
 	// (TxHash) and answers once it landed.
 	Wait *TxWait
+	// TxHashOn, when TxHash is empty and this is not nil, computes the
+	// hash on the network's chain (chain is its identity, as
+	// Chain.Identity reads it): a family whose hashes commit to the
+	// chain (the rollup's).
+	TxHashOn func(chain string) (string, bool)
+	// TxAnswer, when not nil, reads the hash a node's answer to the send
+	// names (the rollup's {"transaction_hash": …}); nil reads the answer
+	// as the hash, a JSON string. TxResult is then the answer of a send
+	// whose nodes all already had the transaction.
+	TxAnswer func(res jsontext.Value) string
+	TxResult func(hash string) jsontext.Value
 }
 
 // Cacheability says whether and for how long an answer may be served from

@@ -138,8 +138,11 @@ func (n *Network) call(ctx context.Context, c Call, frame []byte) Outcome {
 			return framed(frame, res, FromHeads)
 		}
 	}
+	if params.TxHash == "" && params.TxHashOn != nil {
+		params.TxHash = n.txHashOn(params.TxHashOn)
+	}
 	req := upstream.Request{Method: m.Name, Params: params.Send, Write: m.Write, Block: params.Block, Data: m.Data, TxHash: params.TxHash, Served: c.Served,
-		MaxResult: c.MaxResult, Budget: c.Budget}
+		MaxResult: c.MaxResult, Budget: c.Budget, TxAnswer: params.TxAnswer, TxResult: params.TxResult}
 	if params.Pin != nil && params.Block.Kind == portico.BlockTag && fresh {
 		if head, ok := n.tags[params.Block.Tag]; ok {
 			if n, ok := heads.Of(head); ok {

@@ -34,3 +34,18 @@ func (n *Network) keep(c Call, params portico.Params) {
 		n.log.Debug("transaction not kept for resending: the key's bound or the memory budget is full", "network", n.name, "tx", params.TxHash)
 	}
 }
+
+// chainNamer is an upstream that says which chain the network serves;
+// *upstream.Pool is one.
+type chainNamer interface{ Chain() string }
+
+// txHashOn computes a sent transaction's hash on the network's chain
+// (portico.Params.TxHashOn); "" while the chain is not known yet.
+func (n *Network) txHashOn(on func(chain string) (string, bool)) string {
+	c, ok := n.up.(chainNamer)
+	if !ok || c.Chain() == "" {
+		return ""
+	}
+	h, _ := on(c.Chain())
+	return h
+}

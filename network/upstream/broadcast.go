@@ -94,7 +94,7 @@ func (p *Pool) broadcast(caller context.Context, req Request, dst []byte) (jsont
 	if p.onSend != nil {
 		p.onSend(len(targets))
 	}
-	want := `"` + strings.ToLower(req.TxHash) + `"`
+	want := req.TxHash
 	results := make(chan attempt, len(targets))
 	for _, m := range targets {
 		go func() {
@@ -109,7 +109,7 @@ func (p *Pool) broadcast(caller context.Context, req Request, dst []byte) (jsont
 			}
 			defer release()
 			a := p.try(ctx, time.Now().Add(p.attempt), m, req, req.Params, nil, false, m.faultCount())
-			if a.class == answerResult && strings.ToLower(string(a.res)) != want {
+			if a.class == answerResult && !strings.EqualFold(answeredHash(req, a.res), want) {
 				a.err, a.class = &CheckError{Node: m.Name, Err: errors.New("answered another transaction hash than the one it was sent")}, answerFailed
 			}
 			p.settleSent(a)
@@ -126,7 +126,7 @@ func (p *Pool) broadcast(caller context.Context, req Request, dst []byte) (jsont
 		}
 		switch a.class {
 		case answerResult, int(portico.AnswerKnown):
-			res := jsontext.Value(`"` + req.TxHash + `"`)
+			res := knownResult(req)
 			if a.class == answerResult {
 				res = a.res
 			}
@@ -192,4 +192,21 @@ func (p *Pool) broadcastTargets(req Request) []*member {
 		return benched
 	}
 	return out
+}
+
+// answeredHash is the hash a node's answer to a send names: the answer
+// itself, a JSON string, unless the request reads it (TxAnswer).
+func answeredHash(req Request, res jsontext.Value) string {
+	if req.TxAnswer != nil {
+		return req.TxAnswer(res)
+	}
+	return strings.Trim(string(res), `"`)
+}
+
+// knownResult is the answer of a send that a node already had.
+func knownResult(req Request) jsontext.Value {
+	if req.TxResult != nil {
+		return req.TxResult(req.TxHash)
+	}
+	return jsontext.Value(`"` + req.TxHash + `"`)
 }

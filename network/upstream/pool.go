@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -127,6 +128,10 @@ type Request struct {
 	// TxHash, for a Write that sends a signed transaction, is its hash:
 	// the send is broadcast (see Broadcast).
 	TxHash string
+	// TxAnswer and TxResult read and make a send's answer where it is
+	// not the hash as a JSON string (portico.Params).
+	TxAnswer func(res jsontext.Value) string
+	TxResult func(hash string) jsontext.Value
 	// Resend marks a send the network makes again of a transaction no
 	// node holds any more: it is broadcast even though it was lately.
 	Resend bool
@@ -152,6 +157,7 @@ type Pool struct {
 	attempt time.Duration
 	chain   portico.Chain
 	chainID string
+	served  atomic.Value // string: the chain most nodes report
 	poll    time.Duration
 	maxLag  uint64
 	hedge   Hedge
