@@ -59,7 +59,6 @@ type Settings struct {
 	ResendAfter time.Duration
 }
 
-
 // Config is what a Tracker needs. Upstream is required; a zero Rules
 // (a family whose sends are not followed) follows nothing.
 type Config struct {
