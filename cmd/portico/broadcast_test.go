@@ -38,7 +38,7 @@ type txFront struct {
 	srv   *httptest.Server
 }
 
-func newTxFront(t *testing.T, f *txFront) *txFront {
+func newTxFront(t testing.TB, f *txFront) *txFront {
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var req struct {
@@ -70,7 +70,7 @@ func newTxFront(t *testing.T, f *txFront) *txFront {
 }
 
 // nonceUsed reports whether tx's nonce is below its sender's on node.
-func nonceUsed(t *testing.T, node string, tx *types.Transaction) bool {
+func nonceUsed(t testing.TB, node string, tx *types.Transaction) bool {
 	from, err := types.Sender(types.LatestSignerForChainID(tx.ChainId()), tx)
 	if err != nil {
 		return false

@@ -28,7 +28,7 @@ const anvilKey = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff
 
 // transfers signs n transfers from anvil's first account, nonces on
 // from its pending nonce.
-func transfers(t *testing.T, ctx context.Context, client *ethclient.Client, n int) []*types.Transaction {
+func transfers(t testing.TB, ctx context.Context, client *ethclient.Client, n int) []*types.Transaction {
 	t.Helper()
 	key, _ := crypto.HexToECDSA(anvilKey)
 	chainID, err := client.ChainID(ctx)
