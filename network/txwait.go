@@ -3,6 +3,8 @@ package network
 import (
 	"context"
 
+	"github.com/porticohq/portico/network/txs"
+
 	"github.com/porticohq/portico"
 )
 
@@ -49,3 +51,7 @@ func (n *Network) txHashOn(on func(chain string) (string, bool)) string {
 	h, _ := on(c.Chain())
 	return h
 }
+
+// TxCounts says what happened to the transactions the network followed
+// (the admin API's nodes answer, the dashboard).
+func (n *Network) TxCounts() txs.Counts { return n.txs.Counts() }

@@ -70,10 +70,14 @@ func (m *Server) network(ctx context.Context, n *config.Network, meter network.M
 	res.pool = upstream.NewPool(upstream.PoolConfig{
 		Network: n.Name, Members: members, Timeout: n.Timeout, AttemptTimeout: n.AttemptTimeout, Logger: m.log,
 		Chain: table.Chain, ChainID: n.ChainID, MaxLag: n.MaxLag, PollInterval: n.PollInterval,
-		Hedge:       upstream.Hedge{Disabled: n.Hedge.Disabled, MinDelay: n.Hedge.MinDelay, MaxDelay: n.Hedge.MaxDelay},
-		Broadcast:   broadcastOf(n.Broadcast),
-		OnBroadcast: func(nodes int) { m.metrics.TxBroadcast(n.Name, nodes) },
-		OnAttempt:   m.attemptObserver(n.Name), Tracer: m.tracer,
+		Hedge:     upstream.Hedge{Disabled: n.Hedge.Disabled, MinDelay: n.Hedge.MinDelay, MaxDelay: n.Hedge.MaxDelay},
+		Broadcast: broadcastOf(n.Broadcast),
+		OnBroadcast: func(nodes int) {
+			m.metrics.TxBroadcast(n.Name, nodes)
+			res.sends.Add(1)
+			res.sendNodes.Add(uint64(nodes))
+		},
+		OnAttempt: m.attemptObserver(n.Name), Tracer: m.tracer,
 	})
 	res.closers = append(res.closers, res.pool)
 	if err := res.pool.Start(ctx); err != nil {

@@ -28,9 +28,9 @@ func (t *Tracker) Keep(key, hash, method string, params jsontext.Value) bool {
 	kept, fresh := t.kept.add(key, hash, method, params, t.now())
 	switch {
 	case !kept:
-		t.metrics.TxEvent(t.network, metrics.TxNotKept)
+		t.event(metrics.TxNotKept)
 	case fresh:
-		t.metrics.TxEvent(t.network, metrics.TxSent)
+		t.event(metrics.TxSent)
 		t.start.Do(t.startLoop)
 	}
 	return kept
@@ -84,7 +84,7 @@ func (t *Tracker) sweep() {
 	check, expired := t.kept.due(t.now(), t.set.ResendAfter)
 	for _, h := range expired {
 		t.kept.remove(h)
-		t.metrics.TxEvent(t.network, metrics.TxExpired)
+		t.event(metrics.TxExpired)
 	}
 	for _, k := range check {
 		t.check(k)
@@ -97,7 +97,7 @@ func (t *Tracker) check(k keptTx) {
 	defer cancel()
 	if _, ok := t.landed(ctx, k.hash); ok {
 		t.kept.remove(k.hash)
-		t.metrics.TxLanded(t.network, t.now().Sub(k.added))
+		t.landedAfter(t.now().Sub(k.added))
 		return
 	}
 	if t.held(ctx, k.hash) {
@@ -106,7 +106,7 @@ func (t *Tracker) check(k keptTx) {
 	}
 	if t.expired(ctx, k) {
 		t.kept.remove(k.hash)
-		t.metrics.TxEvent(t.network, metrics.TxExpired)
+		t.event(metrics.TxExpired)
 		t.log.Debug("transaction let go: it can no longer land", "network", t.network, "tx", k.hash)
 		return
 	}
@@ -116,11 +116,11 @@ func (t *Tracker) check(k keptTx) {
 		// The nodes refuse it now (its nonce was used by another
 		// transaction, its sender's funds are gone): nothing to resend.
 		t.kept.remove(k.hash)
-		t.metrics.TxEvent(t.network, metrics.TxRefused)
+		t.event(metrics.TxRefused)
 		return
 	}
 	t.kept.checked(k.hash, t.now(), true)
-	t.metrics.TxEvent(t.network, metrics.TxResent)
+	t.event(metrics.TxResent)
 	t.log.Debug("transaction sent again: no node held it", "network", t.network, "tx", k.hash, "err", err)
 }
 

@@ -15,6 +15,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -88,6 +89,7 @@ type Tracker struct {
 	now     func() time.Time
 
 	kept      keptTxs
+	counts    counters
 	start     sync.Once // the resend loop, at the first kept transaction
 	done      chan struct{}
 	closeOnce sync.Once
@@ -189,4 +191,62 @@ func (t *Tracker) landed(ctx context.Context, hash string) (jsontext.Value, bool
 		t.up.Poke()
 	}
 	return nil, false
+}
+
+// Counts are what happened to the transactions a tracker followed since
+// it started, for the admin API and the dashboard.
+type Counts struct {
+	// Kept is how many are kept now.
+	Kept int `json:"kept"`
+	// Sent, Landed, Resent, Expired, Refused and Unkept count events as
+	// portico_transactions_total does.
+	Sent    uint64 `json:"sent"`
+	Landed  uint64 `json:"landed"`
+	Resent  uint64 `json:"resent"`
+	Expired uint64 `json:"expired"`
+	Refused uint64 `json:"refused"`
+	Unkept  uint64 `json:"unkept"`
+	// InclusionMeanNs is the mean time from a landed transaction's first
+	// send to Portico finding it on the served chain.
+	InclusionMeanNs int64 `json:"inclusionMeanNs"`
+}
+
+// counters are a tracker's Counts as they grow.
+type counters struct {
+	sent, landed, resent, expired, refused, unkept atomic.Uint64
+	inclusion                                      atomic.Int64 // ns, summed over landed
+}
+
+// event counts one event (a metrics.Tx* name) and records it.
+func (t *Tracker) event(name string) {
+	t.metrics.TxEvent(t.network, name)
+	switch name {
+	case metrics.TxSent:
+		t.counts.sent.Add(1)
+	case metrics.TxResent:
+		t.counts.resent.Add(1)
+	case metrics.TxExpired:
+		t.counts.expired.Add(1)
+	case metrics.TxRefused:
+		t.counts.refused.Add(1)
+	case metrics.TxNotKept:
+		t.counts.unkept.Add(1)
+	}
+}
+
+// landedAfter counts and records a kept transaction found landed.
+func (t *Tracker) landedAfter(took time.Duration) {
+	t.metrics.TxLanded(t.network, took)
+	t.counts.landed.Add(1)
+	t.counts.inclusion.Add(int64(took))
+}
+
+// Counts returns what happened to the tracker's transactions so far.
+func (t *Tracker) Counts() Counts {
+	c := Counts{Kept: t.kept.len(), Sent: t.counts.sent.Load(), Landed: t.counts.landed.Load(), Resent: t.counts.resent.Load(),
+		Expired: t.counts.expired.Load(), Refused: t.counts.refused.Load(), Unkept: t.counts.unkept.Load()}
+	if c.Landed > 0 {
+		c.InclusionMeanNs = t.counts.inclusion.Load() / int64(c.Landed)
+	}
+	return c
 }
