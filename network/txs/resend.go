@@ -17,6 +17,9 @@ import (
 // when it has not landed and no node holds it, it is sent again.
 const DefaultResendAfter = 15 * time.Second
 
+// checkTimeout is the least time one kept transaction's check may take.
+const checkTimeout = 10 * time.Second
+
 // Keep keeps a transaction key sent with method and params (its bytes),
 // until it lands or KeepFor passes, and sends it again when no node holds
 // it; false when the key's bounds or the memory budget leave no room.
@@ -93,7 +96,8 @@ func (t *Tracker) sweep() {
 
 // check looks at one kept transaction (see sweep).
 func (t *Tracker) check(k keptTx) {
-	ctx, cancel := context.WithTimeout(context.Background(), t.set.ResendAfter)
+	// The nodes' own timeouts bound each call; this bounds the check.
+	ctx, cancel := context.WithTimeout(context.Background(), max(t.set.ResendAfter, checkTimeout))
 	defer cancel()
 	if _, ok := t.landed(ctx, k.hash); ok {
 		t.kept.remove(k.hash)
