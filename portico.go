@@ -9,6 +9,7 @@ package portico
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -81,6 +82,20 @@ type Params struct {
 	// send is broadcast to the network's nodes, and a node that answers
 	// another hash is at fault.
 	TxHash string
+	// Wait, when not nil, is a call that sends a signed transaction
+	// (TxHash) and answers once it landed.
+	Wait *TxWait
+	// TxHashOn, when TxHash is empty and this is not nil, computes the
+	// hash on the network's chain (chain is its identity, as
+	// Chain.Identity reads it): a family whose hashes commit to the
+	// chain (the rollup's).
+	TxHashOn func(chain string) (string, bool)
+	// TxAnswer, when not nil, reads the hash a node's answer to the send
+	// names (the rollup's {"transaction_hash": …}); nil reads the answer
+	// as the hash, a JSON string. TxResult is then the answer of a send
+	// whose nodes all already had the transaction.
+	TxAnswer func(res jsontext.Value) string
+	TxResult func(hash string) jsontext.Value
 }
 
 // Cacheability says whether and for how long an answer may be served from
@@ -163,6 +178,9 @@ type Table struct {
 	Chain Chain
 	// Subscriptions are the family's subscribe methods.
 	Subscriptions Subscriptions
+	// Txs are how the family's sent transactions are followed until
+	// they land.
+	Txs TxRules
 }
 
 // KeyForm says which spellings of a call's params are one value for the
@@ -840,3 +858,59 @@ type WebhookEvent struct {
 	// but not delivered.
 	Quiet bool
 }
+
+// TxWait is a call that sends a signed transaction and answers once it
+// landed (eth_sendRawTransactionSync): the network sends it as Send would
+// be sent, then follows it on its chain view with the family's TxRules
+// until it is in a block of the served chain or Timeout passes.
+type TxWait struct {
+	// Send is the method that sends the transaction and SendParams its
+	// params (eth_sendRawTransaction with the raw bytes).
+	Send       *Method
+	SendParams jsontext.Value
+	// Timeout is the wait the client asked for; 0 takes the network's
+	// default. The network holds it to its own bound.
+	Timeout time.Duration
+}
+
+// TxRules are how a family follows the transactions sent through the
+// gateway until they land: the calls that ask a node about one, and how
+// their answers read. A family whose sends are not followed leaves Landed
+// nil. A family with no Held (no node tells a pending transaction) has
+// a transaction that has not landed sent again at every check.
+type TxRules struct {
+	// Landed returns the call that asks a node where the transaction
+	// with hash landed (eth_getTransactionReceipt).
+	Landed func(hash string) (method string, params jsontext.Value)
+	// Where reads Landed's answer: the block the transaction is in; ok
+	// false while it is in none (a null answer).
+	Where func(res jsontext.Value) (block Header, ok bool)
+	// Held returns the call that asks a node whether it holds the
+	// transaction, pending or landed (eth_getTransactionByHash), and
+	// Holds reads its answer.
+	Held  func(hash string) (method string, params jsontext.Value)
+	Holds func(res jsontext.Value) bool
+	// Expiry, when not nil, returns the call that asks a node whether the
+	// transaction sent with params can still land (the slot chain's
+	// isBlockhashValid of its recent blockhash), and Expired reads its
+	// answer: an expired transaction is let go, not sent again.
+	Expiry  func(params jsontext.Value) (method string, call jsontext.Value, ok bool)
+	Expired func(res jsontext.Value) bool
+}
+
+// TxTimeoutError answers a call that sent a transaction and waited for
+// it to land (TxWait) when the wait ran out first: EIP-7966's timeout,
+// code 4, with the transaction's hash as its data, in go-ethereum's
+// words.
+type TxTimeoutError struct {
+	Hash   string
+	Waited time.Duration
+}
+
+// Error returns go-ethereum's words for the timeout.
+func (e *TxTimeoutError) Error() string {
+	return fmt.Sprintf("The transaction was added to the transaction pool but wasn't processed in %v", e.Waited)
+}
+
+// ErrorCode returns 4, EIP-7966's timeout code.
+func (e *TxTimeoutError) ErrorCode() int { return 4 }

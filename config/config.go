@@ -297,6 +297,9 @@ type Network struct {
 	// any call), or the names of the upstreams to send them to (a private
 	// relay alone, say).
 	Broadcast []string `yaml:"broadcast"`
+	// Transactions configures how the network follows the transactions
+	// it sends (docs/nodes.md).
+	Transactions Transactions `yaml:"transactions"`
 	// Devnet configures the embedded devnet used when there are no
 	// upstreams.
 	Devnet Devnet `yaml:"devnet"`
@@ -315,6 +318,21 @@ type Network struct {
 	// VerifyCheckpoint is a block hash trusted for good (a finalized
 	// block from a source the operator trusts), with its ancestors.
 	VerifyCheckpoint string `yaml:"verify_checkpoint"`
+}
+
+// Transactions configures how a network follows the signed transactions
+// it sends for its clients.
+type Transactions struct {
+	// SyncTimeout is how long eth_sendRawTransactionSync waits for the
+	// receipt when the client names no timeout (default 20s);
+	// SyncTimeoutMax bounds the timeout a client may name (default 50s,
+	// below limits.write_timeout).
+	SyncTimeout    time.Duration `yaml:"sync_timeout"`
+	SyncTimeoutMax time.Duration `yaml:"sync_timeout_max"`
+	// ResendAfter is how long a transaction Portico keeps goes unchecked
+	// before it is sent again if it has not landed and no node holds it
+	// (default 15s).
+	ResendAfter time.Duration `yaml:"resend_after"`
 }
 
 // Logs configures a network's log queries: portico.LogSettings, each field

@@ -71,6 +71,10 @@ type Config struct {
 	Keys     Authenticator
 	Networks []*Network
 	Limits   Limits
+	// Memory, when set, is the process's memory budget, shared with what
+	// else counts in it (the networks' kept transactions); the gateway
+	// sets its limit from Limits. nil makes one.
+	Memory *membudget.Budget
 	// CacheHitDiscount is the share of a call's cost, in percent, given
 	// back when the answer came from cache. 0, the default, charges hits
 	// like misses: a user pays for the answer, not for our node.
@@ -153,7 +157,11 @@ func New(cfg Config) *Gateway {
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
-	g.mem = membudget.New("process", processMemory(cfg.Limits), nil)
+	g.mem = cfg.Memory
+	if g.mem == nil {
+		g.mem = membudget.New("process", 0, nil)
+	}
+	g.mem.SetLimit(processMemory(cfg.Limits))
 	g.keyMem = membudget.NewKeys(cfg.Limits.KeyMemoryBytes, g.mem)
 	g.obs = observer{metrics: cfg.Metrics, tracer: cfg.Tracer}
 	if a := cfg.AccessLog; a != nil && g.log.Enabled(context.Background(), slog.LevelInfo) {

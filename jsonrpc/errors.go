@@ -29,6 +29,7 @@ func ErrorFor(err error) (e *Error, status int, known bool) {
 		jwtErr     *portico.JWTError
 		coded      interface{ ErrorCode() int }
 		missingErr *portico.MissingError
+		txTimeout  *portico.TxTimeoutError
 	)
 	switch {
 	case errors.As(err, &answered):
@@ -52,6 +53,10 @@ func ErrorFor(err error) (e *Error, status int, known bool) {
 		return &Error{Code: -32000, Message: "filter not found"}, http.StatusOK, true
 	case errors.Is(err, portico.ErrMeteringUnavailable):
 		return &Error{Code: portico.CodeMeteringDown, Message: "metering unavailable: calls are refused until it is back"}, http.StatusServiceUnavailable, true
+	case errors.As(err, &txTimeout):
+		// EIP-7966: the transaction's hash is the data.
+		data, _ := jsontext.AppendQuote(nil, txTimeout.Hash)
+		return &Error{Code: txTimeout.ErrorCode(), Message: txTimeout.Error(), Data: data}, http.StatusOK, true
 	case errors.As(err, &missingErr):
 		// Before a node's answer, which it wraps: Portico's words.
 		return &Error{Code: missingErr.ErrorCode(), Message: missingErr.Error()}, http.StatusOK, true

@@ -79,6 +79,8 @@ func TestErrorsDoc(t *testing.T) {
 		{"not kept", &portico.MissingError{Network: "mainnet", What: "the state of block 5"}, portico.CodeNotKept, "200",
 			"no node of network mainnet keeps the state of block 5"},
 		{"log filters", &portico.LimitError{Limit: portico.LimitKeyFilters, Max: 256}, portico.CodeTooManySubs, "200", "too many log filters for this API key on this network: limit is 256"},
+		{"tx timeout", &portico.TxTimeoutError{Hash: "0x01", Waited: 20 * time.Second}, 4, "200",
+			"The transaction was added to the transaction pool but wasn't processed in 20s"},
 		{"internal", errors.New("disk on fire"), jsonrpc.CodeInternalError, "500", "internal error"},
 	}
 	for _, tc := range tests {
@@ -94,7 +96,7 @@ func TestErrorsDoc(t *testing.T) {
 				t.Errorf("status = %d, want %s", status, tc.status)
 			}
 			row := fmt.Sprintf("| %d | %s ", tc.code, tc.status)
-			if tc.code == -32602 || tc.code == -32601 || tc.code == -32000 || tc.code == jsonrpc.CodeInternalError {
+			if tc.code == -32602 || tc.code == -32601 || tc.code == -32000 || tc.code == 4 || tc.code == jsonrpc.CodeInternalError {
 				row = fmt.Sprintf("| %d | %s | `%s", tc.code, tc.status, tc.message)
 			}
 			if !strings.Contains(string(doc), row) {

@@ -59,6 +59,7 @@ type Metrics struct {
 	meteringErrors  prometheus.Counter
 	verified        *prometheus.CounterVec
 	verifyFaults    *prometheus.CounterVec
+	txs             txCollectors
 
 	mu   sync.Mutex
 	keys map[string]bool // key names given a label of their own
@@ -107,6 +108,7 @@ func New() *Metrics {
 	m.reg.MustRegister(m.calls, m.callSeconds, m.upstreamSeconds, m.upstreamErrors, m.cache, m.coalesced, m.credits, m.refused,
 		m.wsConns, m.subs, m.notifications, m.meteringErrors, m.verified, m.verifyFaults,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.txs = newTxCollectors(m.reg)
 	return m
 }
 

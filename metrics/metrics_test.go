@@ -38,6 +38,9 @@ func exported(t *testing.T) map[string]string {
 	m.MeteringFailure()
 	m.Verified("evm", "eth_getBalance", metrics.VerifyVerified)
 	m.VerifyFault("evm", "a", "eth_getProof")
+	m.TxEvent("evm", metrics.TxSent)
+	m.TxLanded("evm", time.Second)
+	m.TxBroadcast("evm", 3)
 	fams, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -101,6 +101,9 @@ func (n *Network) Call(ctx context.Context, c Call, frame []byte) Outcome {
 	if c.Params.Filter != nil {
 		return n.callFilter(ctx, c, frame)
 	}
+	if c.Params.Wait != nil {
+		return n.callWait(ctx, c, frame)
+	}
 	if n.verifier != nil {
 		if c.Params.Logs == nil {
 			return n.verifiedCall(ctx, c, frame)
@@ -135,8 +138,11 @@ func (n *Network) call(ctx context.Context, c Call, frame []byte) Outcome {
 			return framed(frame, res, FromHeads)
 		}
 	}
+	if params.TxHash == "" && params.TxHashOn != nil {
+		params.TxHash = n.txHashOn(params.TxHashOn)
+	}
 	req := upstream.Request{Method: m.Name, Params: params.Send, Write: m.Write, Block: params.Block, Data: m.Data, TxHash: params.TxHash, Served: c.Served,
-		MaxResult: c.MaxResult, Budget: c.Budget}
+		MaxResult: c.MaxResult, Budget: c.Budget, TxAnswer: params.TxAnswer, TxResult: params.TxResult}
 	if params.Pin != nil && params.Block.Kind == portico.BlockTag && fresh {
 		if head, ok := n.tags[params.Block.Tag]; ok {
 			if n, ok := heads.Of(head); ok {
@@ -208,6 +214,9 @@ func (n *Network) call(ctx context.Context, c Call, frame []byte) Outcome {
 		return Outcome{Err: err}
 	}
 	res := full[len(frame):]
+	if m.Write && params.TxHash != "" {
+		n.keep(c, params)
+	}
 	repinned := req.Repinned != nil && *req.Repinned
 	if key != "" && len(res) > 0 && res.Kind() != 'n' && !repinned {
 		// A null (a transaction or block not there yet) may still change.

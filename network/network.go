@@ -28,9 +28,11 @@ import (
 
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metering/membudget"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/network/chainview"
 	"github.com/porticohq/portico/network/topics"
+	"github.com/porticohq/portico/network/txs"
 	"github.com/porticohq/portico/network/upstream"
 	"github.com/porticohq/portico/network/verify"
 )
@@ -104,6 +106,14 @@ type Config struct {
 	// (docs/logs.md); the zero value bounds nothing and never splits.
 	Logs portico.LogSettings
 
+	// Txs are the family's rules for following sent transactions (the
+	// table's Txs) and TxSettings the network's settings for them.
+	Txs        portico.TxRules
+	TxSettings txs.Settings
+	// TxMemory is the budget the transactions kept for resending are
+	// counted in (the process's); nil bounds them only per key.
+	TxMemory *membudget.Budget
+
 	// Verify, when its mode is on or strict, checks answers against
 	// trusted headers with the family's verifier (docs/verify.md). The
 	// Upstream must then be a VerifyUpstream.
@@ -119,6 +129,7 @@ type Network struct {
 	cache   *Cache
 	flights *flights // nil when coalescing is off
 	hub     *topics.Hub
+	txs     *txs.Tracker
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	stops   []func()
@@ -163,6 +174,7 @@ func New(cfg Config) *Network {
 		n.verifier, n.verifyMode = newFamilyVerifier(n.name, n.up, cfg.Verify, n.nodeRange.Load, n.log, n.metrics)
 		n.stops = append(n.stops, followHeads(n.verifier, n.up))
 	}
+	n.txs = txs.New(txs.Config{Network: n.name, Upstream: n.up, Rules: cfg.Txs, Settings: cfg.TxSettings, Logger: n.log, Memory: cfg.TxMemory, Metrics: cfg.Metrics})
 	n.hub = topics.New(topics.Config{Network: n.name, Upstream: n.up, Subs: cfg.Subs,
 		Accounts: notifyAccounts{acc: newAccountsRef(cfg.Meter, n)}, Logger: n.log, Metrics: n.metrics})
 	if c := n.cache; c != nil {
@@ -194,4 +206,5 @@ func (n *Network) Close() {
 	for _, stop := range n.stops {
 		stop()
 	}
+	n.txs.Close()
 }

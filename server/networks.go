@@ -10,7 +10,9 @@ import (
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/metering/membudget"
 	"github.com/porticohq/portico/network"
+	"github.com/porticohq/portico/network/txs"
 	"github.com/porticohq/portico/network/upstream"
 )
 
@@ -70,6 +72,11 @@ func (m *Server) network(ctx context.Context, n *config.Network, meter network.M
 		Chain: table.Chain, ChainID: n.ChainID, MaxLag: n.MaxLag, PollInterval: n.PollInterval,
 		Hedge:     upstream.Hedge{Disabled: n.Hedge.Disabled, MinDelay: n.Hedge.MinDelay, MaxDelay: n.Hedge.MaxDelay},
 		Broadcast: broadcastOf(n.Broadcast),
+		OnBroadcast: func(nodes int) {
+			m.metrics.TxBroadcast(n.Name, nodes)
+			res.sends.Add(1)
+			res.sendNodes.Add(uint64(nodes))
+		},
 		OnAttempt: m.attemptObserver(n.Name), Tracer: m.tracer,
 	})
 	res.closers = append(res.closers, res.pool)
@@ -82,7 +89,9 @@ func (m *Server) network(ctx context.Context, n *config.Network, meter network.M
 	}
 	verifyCfg.CallCost = verifyCallCost(res.table, n)
 	res.served = network.New(network.Config{Name: n.Name, Upstream: res.pool, Tags: methods.Chain().Tags, KeyForm: methods.KeyForm(), Subs: methods.Subscriptions(),
-		Cache: m.cache, NoCoalesce: noCoalesce, Meter: meter, Logger: m.log, Metrics: m.metrics, Logs: logSettings(n), Verify: verifyCfg})
+		Cache: m.cache, NoCoalesce: noCoalesce, Meter: meter, Logger: m.log, Metrics: m.metrics, Logs: logSettings(n), Verify: verifyCfg,
+		Txs: table.Txs, TxSettings: txs.Settings{Wait: n.Transactions.SyncTimeout, MaxWait: n.Transactions.SyncTimeoutMax, ResendAfter: n.Transactions.ResendAfter},
+		TxMemory: membudget.New("transactions", 0, m.memory())})
 	return &servedNetwork{cfg: *n, res: res,
 		gw: &gateway.Network{Name: n.Name, Hosts: n.HostNames(), Methods: methods, Served: res.served}}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/porticohq/portico"
+	"github.com/porticohq/portico/network/txs"
 	"github.com/porticohq/portico/network/upstream"
 )
 
@@ -84,6 +85,17 @@ type nodesNetwork struct {
 	// the nodes' calls do not include them.
 	FromHeads uint64               `json:"fromHeads"`
 	Nodes     []upstream.NodeState `json:"nodes"`
+	// Txs says what happened to the signed transactions sent for
+	// clients (docs/nodes.md): counts since start, and the nodes each
+	// broadcast send went to on average.
+	Txs nodesTxs `json:"txs"`
+}
+
+// nodesTxs are a network's sent transactions in the nodes answer.
+type nodesTxs struct {
+	txs.Counts
+	Broadcasts   uint64  `json:"broadcasts"`
+	NodesPerSend float64 `json:"nodesPerSend"`
 }
 
 // nodesMark is one of a network's heads: the tag a call names it by and
@@ -111,6 +123,10 @@ func (m *Server) nodes() any {
 				nn.Marks = append(nn.Marks, nodesMark{Tag: mk.tag, Number: num})
 			}
 			nn.FromHeads = v.fromHeads.Load()
+		}
+		nn.Txs = nodesTxs{Counts: sn.res.served.TxCounts(), Broadcasts: sn.res.sends.Load()}
+		if nn.Txs.Broadcasts > 0 {
+			nn.Txs.NodesPerSend = float64(sn.res.sendNodes.Load()) / float64(nn.Txs.Broadcasts)
 		}
 		out = append(out, nn)
 	}

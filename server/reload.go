@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -69,8 +70,11 @@ type netResources struct {
 	served  *network.Network
 	devnet  families.Devnet // nil when it has none
 	closers []io.Closer     // in the order opened; closed in reverse
-	once    sync.Once
-	err     error
+	// sends and sendNodes count the broadcast sends and the nodes they
+	// went to, for the admin API.
+	sends, sendNodes atomic.Uint64
+	once             sync.Once
+	err              error
 }
 
 // close closes the network and what it opened, once.

@@ -34,6 +34,7 @@ import (
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
 	"github.com/porticohq/portico/metering"
+	"github.com/porticohq/portico/metering/membudget"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/store"
@@ -97,6 +98,9 @@ type Server struct {
 	closing  chan struct{}
 	retiring sync.WaitGroup
 	netMeter network.Meter
+	// mem is the process's memory budget, which the gateway bounds and
+	// the networks' kept transactions count in.
+	mem *membudget.Budget
 	// dash are the dashboard's endpoint links (nil without a dashboard),
 	// published again by a reload.
 	dash *dashboardLinks
@@ -318,6 +322,14 @@ func (m *Server) startNetworks(ctx context.Context) ([]*gateway.Network, error) 
 	return nets, nil
 }
 
+// memory is the process's memory budget; the gateway sets its limit.
+func (m *Server) memory() *membudget.Budget {
+	if m.mem == nil {
+		m.mem = membudget.New("process", 0, nil)
+	}
+	return m.mem
+}
+
 // newGateway builds the gateway in front of nets.
 func (m *Server) newGateway(nets []*gateway.Network) {
 	cfg := &m.Config
@@ -337,6 +349,7 @@ func (m *Server) newGateway(nets []*gateway.Network) {
 		Metrics:          m.metrics,
 		Tracer:           m.tracer,
 		Limits:           cfg.Limits,
+		Memory:           m.memory(),
 	})
 }
 

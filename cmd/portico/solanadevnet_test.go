@@ -36,14 +36,19 @@ func TestSolanaDevnetThroughGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	airdrop, err := c.RequestAirdrop(ctx, payer.PublicKey(), 2*solana.LAMPORTS_PER_SOL, rpc.CommitmentConfirmed)
-	if err != nil {
-		t.Fatal(err)
+	// On a loaded machine an airdrop's blockhash (40 ms slots) may expire
+	// before it lands: a careful client asks again, and one of them lands.
+	landed := false
+	for tries := 0; tries < 4 && !landed; tries++ {
+		airdrop, err := c.RequestAirdrop(ctx, payer.PublicKey(), 2*solana.LAMPORTS_PER_SOL, rpc.CommitmentConfirmed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		landed = reached(ctx, c, airdrop, 15*time.Second)
 	}
-	waitStatus(ctx, t, c, airdrop, rpc.ConfirmationStatusConfirmed)
 	bal, err := c.GetBalance(ctx, payer.PublicKey(), rpc.CommitmentConfirmed)
-	if err != nil || bal.Value != 2*solana.LAMPORTS_PER_SOL {
-		t.Fatalf("balance after airdrop: %v %v", bal, err)
+	if err != nil || !landed || bal.Value < 2*solana.LAMPORTS_PER_SOL || bal.Value%(2*solana.LAMPORTS_PER_SOL) != 0 {
+		t.Fatalf("balance after airdrop: %v %v (landed %v)", bal, err, landed)
 	}
 
 	// A transfer signed here, sent through the gateway (above the

@@ -137,7 +137,7 @@ func Contracts() map[string]portico.Contracts {
 		"eth_getTransactionByHash", "eth_getTransactionReceipt", "eth_getUncleByBlockHashAndIndex",
 		"eth_getUncleByBlockNumberAndIndex", "eth_getUncleCountByBlockHash", "eth_getUncleCountByBlockNumber",
 		"eth_newBlockFilter", "eth_newPendingTransactionFilter", "eth_getFilterChanges", "eth_getFilterLogs", "eth_uninstallFilter",
-		"eth_sendRawTransaction",
+		"eth_sendRawTransaction", "eth_sendRawTransactionSync",
 		"debug_getBadBlocks", "debug_getRawBlock", "debug_getRawHeader", "debug_getRawReceipts", "debug_getRawTransaction",
 		"txpool_content", "txpool_contentFrom", "txpool_inspect", "txpool_status",
 		"eth_accounts", "eth_coinbase", "eth_sign", "eth_signTransaction", "eth_sendTransaction"} {

@@ -26,7 +26,7 @@ import (
 // ones every client library calls, and the uncle methods, which nodes
 // still serve (a block after the merge has no uncles) and hosted providers
 // price.
-var notInSpec = []string{"net_listening", "web3_clientVersion", "web3_sha3",
+var notInSpec = []string{"net_listening", "web3_clientVersion", "web3_sha3", "eth_sendRawTransactionSync",
 	"eth_getUncleByBlockHashAndIndex", "eth_getUncleByBlockNumberAndIndex",
 	"eth_getUncleCountByBlockHash", "eth_getUncleCountByBlockNumber"}
 
@@ -119,6 +119,10 @@ var costs = map[string]int{
 	"trace_filter":                            300,
 	"trace_transaction":                       300,
 
+	// A send and the reads of its receipt that the gateway makes while
+	// it waits (EIP-7966): eth_sendRawTransaction plus
+	// eth_getTransactionReceipt.
+	"eth_sendRawTransactionSync": 160,
 	// Executes calls, as eth_estimateGas does.
 	"eth_simulateV1":      300,
 	"eth_fillTransaction": 300,

@@ -1,14 +1,6 @@
 package evm
 
-import (
-	"github.com/ethereum/go-ethereum/common/hexutil"
-	"github.com/ethereum/go-ethereum/core/types"
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/porticohq/portico"
-	"github.com/porticohq/portico/families/rpcparams"
-)
+import "github.com/porticohq/portico"
 
 // This file holds what the family knows of its nodes: what each method
 // reads at its block (so that a call about old state goes to a node that
@@ -102,34 +94,6 @@ func withNodes(t portico.Table) portico.Table {
 	t.Known = append(t.Known, sendRules()...)
 	t = t.WithData(readsAt)
 	t.Chain.Answers = Answers
+	t.Txs = txRules()
 	return t
-}
-
-// sendRules are the rules of the methods that send a signed transaction:
-// the transaction's hash is computed from its bytes, so that the send is
-// broadcast and each node's answer checked against it.
-func sendRules() []portico.Method {
-	return []portico.Method{
-		{Name: "eth_sendRawTransaction", Write: true, Params: sendRawParams},
-	}
-}
-
-// sendRawParams reads [signedTransaction]: what the node gets is the
-// call's own bytes; a transaction that does not decode is left for the
-// node to refuse in its own words.
-func sendRawParams(raw jsontext.Value) (portico.Params, error) {
-	out := portico.Params{Send: raw, Cache: portico.NotCacheable}
-	p, err := rpcparams.Positional(raw, 1, "signedTransaction")
-	if err != nil || len(p) != 1 {
-		return out, nil
-	}
-	var data hexutil.Bytes
-	if json.Unmarshal(p[0], &data) != nil {
-		return out, nil
-	}
-	var tx types.Transaction
-	if tx.UnmarshalBinary(data) == nil {
-		out.TxHash = tx.Hash().Hex()
-	}
-	return out, nil
 }

@@ -36,7 +36,7 @@ func clientMethods() []portico.Method {
 		row("getSignaturesForAddress", GetSignaturesForAddressParams),
 		row("getSignatureStatuses", GetSignatureStatusesParams),
 		write(row("requestAirdrop", RequestAirdropParams)),
-		write(row("sendTransaction", SendTransactionParams)),
+		{Name: "sendTransaction", Cost: DefaultCost, Write: true, Params: sendTxParams},
 	}
 }
 

@@ -29,6 +29,10 @@ var Answers = []portico.AnswerRule{
 		Source: "agave TransactionHistoryNotAvailable: Transaction history is not available from this node"},
 	{Code: -32014, Class: portico.AnswerMissing,
 		Source: "agave BlockStatusNotAvailableYet: Block status not yet available for slot <slot>"},
+	// A transaction the node already has: as good as taking it, for a
+	// broadcast send.
+	{Words: "already been processed", Class: portico.AnswerKnown,
+		Source: "agave AlreadyProcessed: Transaction simulation failed: This transaction has already been processed"},
 	{Code: -32005, Class: portico.AnswerUnhealthy,
 		Source: "agave NodeUnhealthy: Node is behind by <n> slots / Node is unhealthy"},
 	{Code: -32016, Class: portico.AnswerUnhealthy,
@@ -41,5 +45,6 @@ var Answers = []portico.AnswerRule{
 func withNodes(t portico.Table) portico.Table {
 	t = t.WithData(readsAt)
 	t.Chain.Answers = Answers
+	t.Txs = txRules()
 	return t
 }

@@ -37,6 +37,10 @@ var Answers = []portico.AnswerRule{
 		Source: "pathfinder: state for the block is not available (pruned tries)"},
 	{Words: "too many blocks back", Class: portico.AnswerMissing,
 		Source: "juno: too many blocks back"},
+	// A transaction the node already has: as good as taking it, for a
+	// broadcast send.
+	{Code: 59, Class: portico.AnswerKnown,
+		Source: "spec DUPLICATE_TX (pathfinder, juno): 59 A transaction with the same hash already exists in the mempool"},
 	{Code: -32603, Words: "not synced", Class: portico.AnswerUnhealthy,
 		Source: "juno, pathfinder: -32603 Internal error while the node is not synced"},
 }
@@ -45,5 +49,7 @@ var Answers = []portico.AnswerRule{
 func withNodes(t portico.Table) portico.Table {
 	t = t.WithData(readsAt)
 	t.Chain.Answers = Answers
+	t.Known = append(t.Known, sendRules()...)
+	t.Txs = txRules()
 	return t
 }

@@ -81,17 +81,20 @@ func (s *sentTxs) put(hash string, answer jsontext.Value, now time.Time) {
 // are still answering when the client has its answer are let finish, on
 // their own, within the attempt timeout: every node gets the transaction.
 // The same transaction sent again within sentFor is answered as it was,
-// with no node asked.
+// with no node asked (a client's retry: the network's tracker is what
+// sends a dropped transaction again, as a Resend).
 func (p *Pool) broadcast(caller context.Context, req Request, dst []byte) (jsontext.Value, error) {
-	now := p.now()
-	if res, ok := p.sent.get(req.TxHash, now); ok {
+	if res, ok := p.sent.get(req.TxHash, p.now()); ok && !req.Resend {
 		return append(dst, res...), nil
 	}
 	targets := p.broadcastTargets(req)
 	if len(targets) == 0 {
 		return nil, &portico.UpstreamError{Network: p.network, Err: portico.ErrUpstreamUnavailable}
 	}
-	want := `"` + strings.ToLower(req.TxHash) + `"`
+	if p.onSend != nil {
+		p.onSend(len(targets))
+	}
+	want := req.TxHash
 	results := make(chan attempt, len(targets))
 	for _, m := range targets {
 		go func() {
@@ -106,7 +109,7 @@ func (p *Pool) broadcast(caller context.Context, req Request, dst []byte) (jsont
 			}
 			defer release()
 			a := p.try(ctx, time.Now().Add(p.attempt), m, req, req.Params, nil, false, m.faultCount())
-			if a.class == answerResult && strings.ToLower(string(a.res)) != want {
+			if a.class == answerResult && !strings.EqualFold(answeredHash(req, a.res), want) {
 				a.err, a.class = &CheckError{Node: m.Name, Err: errors.New("answered another transaction hash than the one it was sent")}, answerFailed
 			}
 			p.settleSent(a)
@@ -123,7 +126,7 @@ func (p *Pool) broadcast(caller context.Context, req Request, dst []byte) (jsont
 		}
 		switch a.class {
 		case answerResult, int(portico.AnswerKnown):
-			res := jsontext.Value(`"` + req.TxHash + `"`)
+			res := knownResult(req)
 			if a.class == answerResult {
 				res = a.res
 			}
@@ -189,4 +192,21 @@ func (p *Pool) broadcastTargets(req Request) []*member {
 		return benched
 	}
 	return out
+}
+
+// answeredHash is the hash a node's answer to a send names: the answer
+// itself, a JSON string, unless the request reads it (TxAnswer).
+func answeredHash(req Request, res jsontext.Value) string {
+	if req.TxAnswer != nil {
+		return req.TxAnswer(res)
+	}
+	return strings.Trim(string(res), `"`)
+}
+
+// knownResult is the answer of a send that a node already had.
+func knownResult(req Request) jsontext.Value {
+	if req.TxResult != nil {
+		return req.TxResult(req.TxHash)
+	}
+	return jsontext.Value(`"` + req.TxHash + `"`)
 }

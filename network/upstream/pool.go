@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -71,6 +72,9 @@ type PoolConfig struct {
 	// Broadcast says where signed transactions go; the zero value sends
 	// each to every node that serves the method.
 	Broadcast Broadcast
+	// OnBroadcast, when not nil, is told how many nodes each broadcast
+	// send went to (for metrics).
+	OnBroadcast func(nodes int)
 }
 
 // Hedge configures hedged reads: a read that has no answer after a delay
@@ -124,6 +128,13 @@ type Request struct {
 	// TxHash, for a Write that sends a signed transaction, is its hash:
 	// the send is broadcast (see Broadcast).
 	TxHash string
+	// TxAnswer and TxResult read and make a send's answer where it is
+	// not the hash as a JSON string (portico.Params).
+	TxAnswer func(res jsontext.Value) string
+	TxResult func(hash string) jsontext.Value
+	// Resend marks a send the network makes again of a transaction no
+	// node holds any more: it is broadcast even though it was lately.
+	Resend bool
 }
 
 // Pool sends each call to the best node of a network for that call, hedges
@@ -146,6 +157,7 @@ type Pool struct {
 	attempt time.Duration
 	chain   portico.Chain
 	chainID string
+	served  atomic.Value // string: the chain most nodes report
 	poll    time.Duration
 	maxLag  uint64
 	hedge   Hedge
@@ -155,6 +167,7 @@ type Pool struct {
 	tracer  trace.Tracer
 	answers *Classifier
 	bcast   Broadcast
+	onSend  func(nodes int)
 	sent    sentTxs // transactions broadcast lately
 
 	view    *chainview.View // the served chain, by hash
@@ -178,7 +191,7 @@ func NewPool(cfg PoolConfig) *Pool {
 		network: cfg.Network, timeout: cfg.Timeout, attempt: cfg.AttemptTimeout, chain: cfg.Chain,
 		chainID: cfg.ChainID, poll: cfg.PollInterval, maxLag: cfg.MaxLag, hedge: cfg.Hedge,
 		log: cfg.Logger, now: cfg.Now, observe: cfg.OnAttempt, tracer: cfg.Tracer,
-		answers: cfg.Answers, bcast: cfg.Broadcast,
+		answers: cfg.Answers, bcast: cfg.Broadcast, onSend: cfg.OnBroadcast,
 	}
 	if p.answers == nil {
 		p.answers = NewClassifier(p.chain.Answers)

@@ -150,6 +150,17 @@ func (p *Pool) pollNode(ctx context.Context, m *member, round int, timeout time.
 	m.mu.Unlock()
 }
 
+// Chain is the identity of the chain the network serves (the
+// configured ChainID, or the chain most nodes report), "" before any node
+// said.
+func (p *Pool) Chain() string {
+	if p.chainID != "" {
+		return p.chainID
+	}
+	s, _ := p.served.Load().(string)
+	return s
+}
+
 // checkChains marks the nodes that are not on the network's chain: the
 // configured ChainID, or else the chain most nodes report (the first in
 // configured order on a tie). A node that changes side is logged.
@@ -173,6 +184,7 @@ func (p *Pool) checkChains() {
 			}
 		}
 	}
+	p.served.Store(want)
 	for _, m := range p.members {
 		m.mu.Lock()
 		id, was := m.identity, m.wrong

@@ -204,3 +204,34 @@ func itoa(n uint64) string {
 		}
 	}
 }
+
+// isBlockhashValid says whether a transaction signed against blockhash
+// can still land: agave's isBlockhashValid, [blockhash, config?], whose
+// value is a boolean at the context of the commitment asked (finalized
+// by default).
+func (d *Devnet) isBlockhashValid(params jsontext.Value) (any, error) {
+	p, err := positional(params, 1, "blockhash", "config")
+	if err != nil {
+		return nil, err
+	}
+	s, err := rpcparams.String(p[0], 1, "blockhash")
+	if err != nil {
+		return nil, err
+	}
+	h, err := solana.HashFromBase58(s)
+	if err != nil {
+		return nil, invalidParams("Invalid param: %v", err)
+	}
+	rest := jsontext.Value("[]")
+	if len(p) > 1 {
+		rest = append(append(jsontext.Value("["), p[1]...), ']')
+	}
+	b, err := d.simpleConfig(rest)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.RLock()
+	_, ok := d.led.blockhashValid(h)
+	d.mu.RUnlock()
+	return withContext{ctxAt(b.Slot), ok}, nil
+}

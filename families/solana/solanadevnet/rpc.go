@@ -43,6 +43,8 @@ func lookup(name string) method {
 		return (*Devnet).getHealth
 	case "getLatestBlockhash":
 		return (*Devnet).getLatestBlockhash
+	case "isBlockhashValid":
+		return (*Devnet).isBlockhashValid
 	case "getSignatureStatuses":
 		return (*Devnet).getSignatureStatuses
 	case "getSignaturesForAddress":

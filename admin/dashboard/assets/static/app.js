@@ -569,6 +569,17 @@ function answersLine(a) {
   return parts.length ? parts.join(' · ') : 'results only';
 }
 
+// txsLine says what happened to the signed transactions sent for clients
+// on a network (docs/nodes.md): received and kept, broadcast to how many
+// nodes, landed and how fast, sent again, dropped.
+function txsLine(t) {
+  if (!t) return '';
+  const mean = t.landed ? ` (mean ${ms(t.inclusionMeanNs)} to inclusion)` : '';
+  const per = t.broadcasts ? `, ${t.nodesPerSend.toFixed(1)} nodes per send` : '';
+  return `Transactions: ${fmt(t.sent)} received${per}, ${fmt(t.landed)} landed${mean}, ` +
+    `${fmt(t.resent)} resent, ${fmt(t.expired + t.refused + t.unkept)} dropped, ${fmt(t.kept)} followed now`;
+}
+
 function drawNodes() {
   if (unchanged('nodes', state.nodes)) return;
   const box = $('#networks');
@@ -599,6 +610,7 @@ function drawNodes() {
     return el('div', { class: 'network', 'data-network': net.name },
       el('h3', { text: net.name }),
       el('p', { class: 'heads', text: headsLine(net) }),
+      el('p', { class: 'txs', text: txsLine(net.txs) }),
       el('div', { class: 'scroll' }, table));
   }));
 }
