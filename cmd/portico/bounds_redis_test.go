@@ -138,6 +138,9 @@ func TestBoundsRedisKilled(t *testing.T) {
 			c.Limits.MaxWSConnectionsPerKey = 1
 		})
 		rs.kill()
+		// Redis is back before the instances stop, so that they give
+		// their credit leases back (a lease lost is a close error).
+		defer rs.start(t)
 		_, status, err := wsDial(ctx, ins[0].wsURL(t, "evm"))
 		if err == nil || status != 503 {
 			t.Fatalf("redis down, refuse: a connection: %d %v", status, err)
