@@ -130,8 +130,12 @@ func (k *worker) take(ctx context.Context, _ apikey.Identity, call portico.Webho
 	for _, ev := range evs {
 		batch := []portico.WebhookEvent{ev}
 		if perBlock && !ev.Removed {
-			var dup bool
-			if batch, dup = k.follow(ev); dup {
+			var dup, gap bool
+			if batch, dup, gap = k.follow(ev); gap {
+				// Written so far stays; the stream resumes after the last
+				// block sent, and the resume sends the blocks between.
+				return k.enqueue(ctx, ds, fmt.Errorf("%w: block %d %s does not follow the last block sent", errGap, ev.Number, ev.Hash))
+			} else if dup {
 				continue
 			}
 		}
@@ -143,8 +147,19 @@ func (k *worker) take(ctx context.Context, _ apikey.Identity, call portico.Webho
 			ds = append(ds, d)
 		}
 	}
+	return k.enqueue(ctx, ds, nil)
+}
+
+// errGap ends a stream whose next block does not link to the last block
+// sent (a stream that skipped the blocks between): it is read again from
+// the last block sent.
+var errGap = errors.New("webhook: a gap in the stream")
+
+// enqueue writes ds to the outbox and wakes the delivery; it returns then
+// (or the outbox's error).
+func (k *worker) enqueue(ctx context.Context, ds []store.Delivery, then error) error {
 	if len(ds) == 0 {
-		return nil
+		return then
 	}
 	added, err := k.m.cfg.Store.Enqueue(ctx, k.w.ID, k.m.cfg.Instance, ds, k.m.cfg.Keep)
 	if err != nil {
@@ -156,16 +171,19 @@ func (k *worker) take(ctx context.Context, _ apikey.Identity, call portico.Webho
 		default:
 		}
 	}
-	return nil
+	return then
 }
 
 // follow places block ev on the sent chain: the blocks it replaces (at
 // its height or above, or its parent's height with another hash) are
-// taken back, newest first, then ev; dup says ev was sent already.
-func (k *worker) follow(ev portico.WebhookEvent) (out []portico.WebhookEvent, dup bool) {
+// taken back, newest first, then ev; dup says ev was sent already, gap
+// that ev does not link to what is left of the sent chain (the blocks
+// between were not seen): nothing is to be sent for it then, and k.sent
+// is to be read again from the store.
+func (k *worker) follow(ev portico.WebhookEvent) (out []portico.WebhookEvent, dup, gap bool) {
 	for _, b := range k.sent {
 		if b.Hash == ev.Hash {
-			return nil, true
+			return nil, true, false
 		}
 	}
 	for n := len(k.sent); n > 0; n = len(k.sent) {
@@ -176,8 +194,11 @@ func (k *worker) follow(ev portico.WebhookEvent) (out []portico.WebhookEvent, du
 		out = append(out, portico.WebhookEvent{Number: tip.Number, Hash: tip.Hash, ParentHash: tip.ParentHash, Removed: true, Quiet: tip.Silent})
 		k.sent = k.sent[:n-1]
 	}
+	if n := len(k.sent); n > 0 && (k.sent[n-1].Number != ev.Number-1 || (ev.ParentHash != "" && k.sent[n-1].Hash != ev.ParentHash)) {
+		return nil, false, true
+	}
 	k.sent = append(k.sent, store.BlockRef{Number: ev.Number, Hash: ev.Hash, ParentHash: ev.ParentHash, Silent: ev.Quiet})
-	return append(out, ev), false
+	return append(out, ev), false, false
 }
 
 // deliver posts the outbox in order until ctx ends or the webhook is
