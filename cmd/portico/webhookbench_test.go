@@ -19,8 +19,8 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"github.com/porticohq/portico/config"
-	"github.com/porticohq/portico/store"
 	"github.com/porticohq/portico/gateway/webhook"
+	"github.com/porticohq/portico/store"
 )
 
 // TestBenchWebhooks measures webhooks (docs/benchmarks.md, issue 38):

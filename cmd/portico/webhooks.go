@@ -8,8 +8,8 @@ import (
 	"github.com/porticohq/portico"
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families"
-	"github.com/porticohq/portico/store"
 	"github.com/porticohq/portico/gateway/webhook"
+	"github.com/porticohq/portico/store"
 )
 
 // KeysWebhooksCmd manages a key's webhooks (docs/webhooks.md).
