@@ -33,13 +33,13 @@ import (
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families"
 	"github.com/porticohq/portico/gateway"
+	"github.com/porticohq/portico/gateway/webhook"
 	"github.com/porticohq/portico/metering"
 	"github.com/porticohq/portico/metering/membudget"
 	"github.com/porticohq/portico/metrics"
 	"github.com/porticohq/portico/network"
 	"github.com/porticohq/portico/store"
 	"github.com/porticohq/portico/store/sqldb"
-	"github.com/porticohq/portico/gateway/webhook"
 )
 
 // Server is a running portico serve: it owns the listeners, the gateway and
