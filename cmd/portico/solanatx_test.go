@@ -17,6 +17,7 @@ import (
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/programs/system"
 	"github.com/gagliardetto/solana-go/rpc"
+	"github.com/gagliardetto/solana-go/rpc/ws"
 	"github.com/mr-tron/base58"
 
 	"github.com/porticohq/portico/config"
@@ -157,7 +158,8 @@ func slotTransfer(ctx context.Context, t *testing.T, c *rpc.Client, payer solana
 // TestSlotSendLands: the slot chain's devnet behind two fronts, one that
 // drops every sendTransaction and one that drops the first send of each:
 // a transfer signed with solana-go and sent once through Portico lands,
-// because Portico sends it again until it is confirmed; one that every
+// because Portico sends it again until it is confirmed, and a
+// signatureSubscribe through Portico reports it; one that every
 // node drops is sent again until its blockhash expires, then let go as
 // expired (portico_transactions_total{event="expired"}), not resent for
 // ever.
@@ -166,7 +168,8 @@ func TestSlotSendLands(t *testing.T) {
 	defer cancel()
 	devnet := config.DefaultConfig()
 	devnet.Networks = []config.Network{{Name: "solana-devnet", Family: "solana", Devnet: config.Devnet{BlockPeriod: 50 * time.Millisecond}}}
-	node := start(t, devnet).m.Devnets["solana-devnet"].HTTPURL()
+	dn := start(t, devnet).m.Devnets["solana-devnet"]
+	node := dn.HTTPURL()
 	payer := fundedPayer(ctx, t, node)
 
 	drop := newSlotTxFront(t, &slotTxFront{node: node, drop: true})
@@ -175,17 +178,32 @@ func TestSlotSendLands(t *testing.T) {
 	cfg.Keys = []config.Key{{Name: "k", Key: "slotsend0123456789abcdef01234567", DailyCredits: 1e12}}
 	cfg.Networks = []config.Network{{Name: "solana", Family: "solana", Hedge: config.Hedge{Disabled: true}, PollInterval: 100 * time.Millisecond,
 		Transactions: config.Transactions{ResendAfter: 300 * time.Millisecond},
-		Upstreams:    []config.Upstream{{Name: "drop", URL: drop.srv.URL}, {Name: "lossy", URL: lossy.srv.URL}}}}
+		// The fronts drop sends; subscriptions go to the node itself.
+		Upstreams: []config.Upstream{{Name: "drop", URL: drop.srv.URL, WSURL: dn.WSURL()}, {Name: "lossy", URL: lossy.srv.URL, WSURL: dn.WSURL()}}}}
 	s := start(t, cfg)
 	c := rpc.New(s.url(t, "solana"))
+	wc, err := ws.Connect(ctx, s.wsURL(t, "solana"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
 
 	tx := slotTransfer(ctx, t, c, payer, 1_000_000)
+	// Subscribed to through Portico before it is sent, as a wallet does.
+	landed, err := wc.SignatureSubscribe(tx.Signatures[0], rpc.CommitmentConfirmed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer landed.Unsubscribe()
 	sig, err := c.SendTransaction(ctx, tx)
 	if err != nil || sig != tx.Signatures[0] {
 		t.Fatalf("sendTransaction: %s %v, want %s", sig, err, tx.Signatures[0])
 	}
 	if !reached(ctx, c, sig, time.Minute) {
 		t.Fatalf("%s did not land (sends: drop %d, lossy %d)", sig, drop.sends.Load(), lossy.sends.Load())
+	}
+	if n, err := landed.Recv(ctx); err != nil || n.Value.Err != nil {
+		t.Fatalf("signatureSubscribe through Portico: %+v %v", n, err)
 	}
 
 	// Every node drops it: sent again until its blockhash expires.
