@@ -26,6 +26,13 @@ type worker struct {
 	// sent mirrors the store's sent blocks; the stream's goroutine alone
 	// uses it.
 	sent []store.BlockRef
+	// back is how many sent blocks the next stream resumes before the
+	// last: a stream that ended before it brought anything resumes one
+	// block further back, so that a resume point a reorg dropped and the
+	// nodes forgot gives way to one still on the chain (its new branch
+	// then takes back the blocks after it). 0 once a stream brings an
+	// event.
+	back int
 }
 
 // run streams events into the outbox and delivers the outbox until ctx
@@ -99,24 +106,35 @@ func (k *worker) streamOnce(ctx context.Context) error {
 	call := func(ctx context.Context, body []byte) ([]byte, error) {
 		return cfg.Source.Call(ctx, id, k.w.Network, body)
 	}
-	return cfg.Source.Stream(ctx, id, k.w.Network, body, func(result json.RawMessage) error {
-		return k.take(ctx, id, call, perBlock, result)
+	took := false
+	err = cfg.Source.Stream(ctx, id, k.w.Network, body, func(result json.RawMessage) error {
+		err := k.take(ctx, id, call, perBlock, result)
+		if err == nil {
+			took, k.back = true, 0
+		}
+		return err
 	})
+	if !took && err != nil && ctx.Err() == nil {
+		k.back = min(k.back+1, max(len(k.sent)-1, 0))
+	}
+	return err
 }
 
 // resumePoint is the block after which the stream resumes: the last one
 // sent, or for events that are items of blocks (logs) the one before it,
 // whose items were all written (the last block's items are seen again,
-// and known by their ids).
+// and known by their ids); k.back blocks further back after streams that
+// brought nothing.
 func (k *worker) resumePoint() string {
-	switch n := len(k.sent); {
-	case n == 0:
+	n := len(k.sent)
+	if n == 0 {
 		return ""
-	case k.w.Event == EventLogs && n >= 2:
-		return k.sent[n-2].Hash
-	default:
-		return k.sent[n-1].Hash
 	}
+	i := n - 1 - k.back
+	if k.w.Event == EventLogs {
+		i--
+	}
+	return k.sent[max(i, 0)].Hash
 }
 
 // take writes the events of one notification to the outbox, after the
