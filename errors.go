@@ -90,6 +90,10 @@ var (
 	// not keep for the calling key (never made, uninstalled, or expired);
 	// answered as go-ethereum answers it.
 	ErrFilterNotFound = errors.New("filter not found")
+	// ErrNoBlock, wrapped by a family's header reader, means the node
+	// answered that it has no block by the hash asked (a block a reorg
+	// dropped and the node forgot): not a failure of the node.
+	ErrNoBlock = errors.New("portico: the node has no such block")
 )
 
 // HeaderKeySecret is the request header that may carry a key's secret,

@@ -79,7 +79,7 @@ func readBlock(ctx context.Context, node portico.Caller, method, id string) (por
 func blockHeader(ctx context.Context, node portico.Caller, _ uint64, hash string) (portico.Header, error) {
 	h, err := readBlock(ctx, node, "eth_getBlockByHash", hash)
 	if err == nil && h.Hash == "" {
-		err = fmt.Errorf("eth_getBlockByHash: no block %s", hash)
+		err = fmt.Errorf("eth_getBlockByHash: block %s: %w", hash, portico.ErrNoBlock)
 	}
 	return h, err
 }

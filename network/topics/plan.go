@@ -168,6 +168,9 @@ func (w *walker) header(hash string, number uint64) (chainview.Header, error) {
 		return chainview.Header{}, errMoved
 	}
 	h, err := w.h.n.up.Header(w.ctx, number, hash)
+	if errors.Is(err, portico.ErrNoBlock) {
+		return chainview.Header{}, errUnknown
+	}
 	if err != nil {
 		return chainview.Header{}, err
 	}

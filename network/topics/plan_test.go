@@ -39,7 +39,7 @@ func (n *planNode) Poke()                          {}
 func (n *planNode) Header(_ context.Context, _ uint64, hash string) (portico.Header, error) {
 	h, ok := n.headers[hash]
 	if !ok {
-		return portico.Header{}, fmt.Errorf("no block %s", hash)
+		return portico.Header{}, fmt.Errorf("block %s: %w", hash, portico.ErrNoBlock)
 	}
 	return h, nil
 }
