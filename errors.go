@@ -498,3 +498,59 @@ func (e *MissingError) ErrorCode() int {
 	}
 	return CodeNotKept
 }
+
+// Answer is the class of a node's JSON-RPC error answer: every answer is
+// classified once, by the family's rules (Chain.Answers), and the pool
+// acts on the class alone.
+type Answer uint8
+
+// The classes of a node's error answers.
+const (
+	// AnswerClient is the client's own error (bad params, execution
+	// reverted): passed on unchanged, never retried, not the node's fault.
+	// Words no rule knows are taken as this.
+	AnswerClient Answer = iota
+	// AnswerMissing: the node lacks the data asked about (pruned state, a
+	// cleaned-up slot): another node may have it. Not a fault.
+	AnswerMissing
+	// AnswerLimited: the node's own rate limit or capacity; the node is
+	// left alone for a while and another asked. Not a fault.
+	AnswerLimited
+	// AnswerUnhealthy: the node is unhealthy or behind (syncing, no
+	// peers, internal failure): a fault, another node is asked.
+	AnswerUnhealthy
+	// AnswerTooLarge: a range or answer size the node refuses (a log
+	// query): the network splits it.
+	AnswerTooLarge
+	// AnswerKnown: the node already has the transaction it was sent: for
+	// a broadcast send, as good as taking it.
+	AnswerKnown
+)
+
+// String names the class, as in metrics and docs/nodes.md.
+func (a Answer) String() string {
+	switch a {
+	case AnswerMissing:
+		return "missing"
+	case AnswerLimited:
+		return "limited"
+	case AnswerUnhealthy:
+		return "unhealthy"
+	case AnswerTooLarge:
+		return "too_large"
+	case AnswerKnown:
+		return "known"
+	}
+	return "client"
+}
+
+// AnswerRule is one row of a family's table of node words: an error
+// answer whose code is Code (0: any) and whose message contains Words
+// (matched in lower case) is of Class. Source names the node software
+// and where in its source the words come from.
+type AnswerRule struct {
+	Code   int
+	Words  string
+	Class  Answer
+	Source string
+}

@@ -182,3 +182,66 @@ func DefaultLogSettings() LogSettings {
 		CostPerLog: 1,
 	}
 }
+
+// Data says what a method reads at the block it is about, so that the
+// pool sends it only to nodes that keep that (a node's Reach).
+type Data uint8
+
+// What a method reads at its block.
+const (
+	// DataAny: the call is about no block's data, or any node has it.
+	DataAny Data = iota
+	// DataState: the chain's state at the block (balances, nonces,
+	// storage, code, calls run on it): a pruned node keeps only the
+	// newest blocks' state.
+	DataState
+	// DataHistory: the block itself, its transactions, receipts or logs
+	// (a slot's block): a node that pruned history keeps them from its
+	// first block on.
+	DataHistory
+)
+
+// Reach is what one node keeps and serves, as configured (or, where the
+// config says nothing, as the pool learns from its answers).
+type Reach struct {
+	// Archive says the node keeps the state of every block.
+	Archive bool
+	// StateBlocks is how many of the newest blocks' state the node keeps
+	// (128 on a geth full node); 0 with Archive false says nothing is
+	// known: the pool learns it from the node's answers.
+	StateBlocks uint64
+	// FirstBlock is the oldest block (slot) whose block, transactions and
+	// receipts the node has; 0 means all.
+	FirstBlock uint64
+	// Serves, when not empty, are the only methods the node serves: a
+	// name, or a namespace as its prefix ending in "_" ("debug_").
+	Serves []string
+	// Lacks are methods or namespaces (as in Serves) the node does not
+	// serve.
+	Lacks []string
+	// PerSecond bounds the calls sent to the node each second (a
+	// provider's plan); 0 means no bound.
+	PerSecond float64
+	// Concurrent bounds the calls in flight at the node; 0 means no bound.
+	Concurrent int
+}
+
+// ServesMethod reports whether the node serves method, by Serves and
+// Lacks.
+func (r Reach) ServesMethod(method string) bool {
+	if len(r.Serves) > 0 && !matchesMethod(r.Serves, method) {
+		return false
+	}
+	return !matchesMethod(r.Lacks, method)
+}
+
+// matchesMethod reports whether method is in list, by name or by a
+// namespace prefix ending in "_".
+func matchesMethod(list []string, method string) bool {
+	for _, m := range list {
+		if m == method || (len(m) > 0 && m[len(m)-1] == '_' && len(method) > len(m) && method[:len(m)] == m) {
+			return true
+		}
+	}
+	return false
+}

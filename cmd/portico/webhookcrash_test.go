@@ -16,9 +16,9 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethereum/go-ethereum/rpc"
 
+	"github.com/porticohq/portico/gateway/webhook"
 	"github.com/porticohq/portico/internal/anvil"
 	"github.com/porticohq/portico/internal/testsvc"
-	"github.com/porticohq/portico/gateway/webhook"
 )
 
 const (
