@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"cmp"
+	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -298,6 +300,15 @@ type countedConn struct {
 	s     *slots
 	addr  netip.Addr
 	state atomic.Int64 // stateWord: its state and since when
+}
+
+// SyscallConn gives the descriptor of the connection below, which a
+// WebSocket writes its frames through (jsonrpc.Accept).
+func (c *countedConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
 }
 
 func (c *countedConn) Close() error {

@@ -138,15 +138,14 @@ func streamMessage(msg []byte, first bool, each func(json.RawMessage) error) err
 // serveStream serves the pipe's WebSocket as a client's, for id on the
 // named network.
 func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, id apikey.Identity, name string) {
-	ws, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		return
-	}
 	lim := &g.current().limits
 	limits := jsonrpc.ConnLimitsOf(*lim)
 	limits.MaxInFlight = maxInFlightPerSocket
 	limits.Memory = membudget.New("stream", lim.ConnectionMemoryBytes, g.keyMem.Of(id.Name))
-	c := jsonrpc.NewConn(ws, limits)
+	c, err := jsonrpc.Accept(w, r, nil, limits)
+	if err != nil {
+		return
+	}
 	c.Serve(context.Background(), func(ctx context.Context, body []byte) []byte {
 		rq := request{id: id}
 		if rq.st, rq.net = g.acquire(func(s *state) *Network { return s.byName[name] }); rq.net == nil {

@@ -20,9 +20,6 @@ import (
 	"github.com/porticohq/portico/metering/membudget"
 )
 
-// wsWriteBuffer is the write buffer each WebSocket connection keeps.
-const wsWriteBuffer = 2 << 10
-
 // maxInFlightPerSocket bounds the calls one connection may have running;
 // beyond it the gateway stops reading, which pushes back on the client.
 const maxInFlightPerSocket = 64
@@ -51,7 +48,7 @@ func (g *Gateway) wsHandler(ctx *fasthttp.RequestCtx, rq request, sock *socket) 
 		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
 			c = u.UnsafeConn()
 		}
-		w := &hijackWriter{conn: c, sock: jsonrpc.NewSocket(c), header: http.Header{}}
+		w := &hijackWriter{conn: c, header: http.Header{}}
 		serve := g.serveWebSocket(w, r.WithContext(context.Background()), rq, sock)
 		w.finish()
 		if serve == nil {
@@ -66,10 +63,7 @@ func (g *Gateway) wsHandler(ctx *fasthttp.RequestCtx, rq request, sock *socket) 
 // connection through. Its 101 answer is written when the library hijacks
 // the connection; a refusal it writes instead is sent when it returns.
 type hijackWriter struct {
-	conn net.Conn
-	// sock is what the library writes through: the Conn bounds writes
-	// with its deadline and gets a cut-off client its close frame.
-	sock     *jsonrpc.Socket
+	conn     net.Conn
 	header   http.Header
 	status   int
 	body     []byte
@@ -100,11 +94,8 @@ func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, http.ErrHijacked
 	}
 	w.hijacked = true
-	// The writer stays with the connection for its life. A frame is
-	// written with one syscall when it fits, header included: 2 KiB holds
-	// a new-heads notification (about 1.9 kB on the EVM) and most others;
-	// larger answers take two writes.
-	bw := bufio.NewWriterSize(w.sock, wsWriteBuffer)
+	// The answer's buffer; jsonrpc.Accept gives the library its own.
+	bw := bufio.NewWriterSize(w.conn, 1<<10)
 	w.writeHead(bw)
 	if err := bw.Flush(); err != nil {
 		return nil, nil, err
@@ -195,25 +186,21 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rq requ
 			}
 		}
 	}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	limits := jsonrpc.ConnLimitsOf(*lim)
+	limits.MaxInFlight = maxInFlightPerSocket
+	limits.Memory = membudget.New("connection", lim.ConnectionMemoryBytes, g.keyMem.Of(rq.id.Name))
+	c, err := jsonrpc.Accept(w, r, &websocket.AcceptOptions{
 		// The key in the path is the credential and carries no ambient
 		// authority, so any origin may use it, as with hosted providers.
 		InsecureSkipVerify: true,
-	})
+	}, limits)
 	if err != nil {
 		release()
 		return nil // Accept has answered the client
 	}
-	limits := jsonrpc.ConnLimitsOf(*lim)
-	limits.MaxInFlight = maxInFlightPerSocket
-	limits.Memory = membudget.New("connection", lim.ConnectionMemoryBytes, g.keyMem.Of(rq.id.Name))
-	if hw, ok := w.(*hijackWriter); ok {
-		limits.Socket = hw.sock
-	}
-	c := jsonrpc.NewConn(ws, limits)
 	c.OnClose(release)
 	if !g.track(c, sock) {
-		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
+		c.GoAway("server shutting down")
 		release()
 		return nil
 	}

@@ -31,11 +31,10 @@ func connServerWith(t *testing.T, limits func() jsonrpc.ConnLimits, setup func(*
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, nil)
+		c, err := jsonrpc.Accept(w, r, nil, limits())
 		if err != nil {
 			return
 		}
-		c := jsonrpc.NewConn(ws, limits())
 		if setup != nil {
 			setup(c)
 		}

@@ -68,17 +68,16 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.conns.Release()
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	c, err := Accept(w, r, &websocket.AcceptOptions{
 		// Nodes and devnets carry no ambient authority: any origin may
 		// connect, as to a real node.
 		InsecureSkipVerify: true,
-	})
+	}, s.limits.Conn)
 	if err != nil {
 		return // Accept has answered the client
 	}
-	c := NewConn(ws, s.limits.Conn)
 	if !s.conns.Track(c, struct{}{}) {
-		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
+		_ = c.ws.Close(websocket.StatusGoingAway, "server shutting down")
 		return
 	}
 	defer s.conns.Untrack(c)

@@ -1,10 +1,8 @@
 package jsonrpc_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,36 +14,15 @@ import (
 	"github.com/porticohq/portico/jsonrpc"
 )
 
-// socketWriter hands the WebSocket library a write buffer over a
-// jsonrpc.Socket when it takes the connection over, as the gateway does.
-type socketWriter struct {
-	http.ResponseWriter
-	sock *jsonrpc.Socket
-}
-
-func (w *socketWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	c, brw, err := w.ResponseWriter.(http.Hijacker).Hijack()
-	if err != nil {
-		return nil, nil, err
-	}
-	w.sock = jsonrpc.NewSocket(c)
-	brw.Writer = bufio.NewWriterSize(w.sock, 2<<10)
-	return c, brw, nil
-}
-
-// socketServer serves each WebSocket with a jsonrpc.Conn that writes
-// through a Socket, with the given limits; each Conn is sent on conns.
+// socketServer serves each WebSocket with a jsonrpc.Conn of the given
+// limits; each Conn is sent on conns.
 func socketServer(t *testing.T, limits jsonrpc.ConnLimits, conns chan<- *jsonrpc.Conn) string {
 	t.Helper()
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &socketWriter{ResponseWriter: w}
-		ws, err := websocket.Accept(sw, r, nil)
+		c, err := jsonrpc.Accept(w, r, nil, limits)
 		if err != nil {
 			return
 		}
-		l := limits
-		l.Socket = sw.sock
-		c := jsonrpc.NewConn(ws, l)
 		conns <- c
 		c.Serve(context.Background(), func(context.Context, []byte) []byte { return nil })
 	}))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -51,25 +52,16 @@ type ConnLimits struct {
 	// within another interval closes the connection, so that dead peers do
 	// not linger.
 	PingInterval time.Duration
-	// WriteTimeout bounds the write of one message. With a Socket, a
-	// client that reads nothing for it is cut off (1008,
-	// ReasonWriteTimeout) and the write goes on under CloseTimeout, so
-	// that the close frame can follow it; without, the connection is
-	// dropped.
+	// WriteTimeout bounds the write of one message (or of the messages
+	// written together): a client that reads nothing for it is cut off
+	// (1008, ReasonWriteTimeout), and the write goes on under
+	// CloseTimeout, so that the close frame can follow it.
 	WriteTimeout time.Duration
 	// CloseTimeout is how long the close frame of a client cut off (by
 	// Close) may wait behind the message being written to it, counted
 	// from the cut-off: a client that reads again within it gets the rest
-	// of the message and then the close frame with its reason. It needs a
-	// Socket.
+	// of the message and then the close frame with its reason.
 	CloseTimeout time.Duration
-	// Socket, when set, is the connection the WebSocket writes through
-	// (see Socket): the WriteTimeout of each message is then a deadline
-	// on the socket rather than a context of its own, which the WebSocket
-	// library would watch with a callback per message (14% of the CPU of
-	// a fan-out of notifications, docs/benchmarks.md, issue 17), and a
-	// client cut off gets its close frame (CloseTimeout).
-	Socket *Socket
 	// MaxSubscriptions bounds the subscriptions one connection holds.
 	MaxSubscriptions int
 }
@@ -91,7 +83,7 @@ func DefaultConnLimits() ConnLimits {
 // ConnLimitsOf are the bounds of l (the one limits model, which the config
 // file decodes into) that hold each WebSocket connection: its messages'
 // size, queued notifications, idle time and subscriptions. The others
-// (Memory, Socket and the connection's own) are left for the caller.
+// (Memory and the connection's own) are left for the caller.
 func ConnLimitsOf(l portico.Limits) ConnLimits {
 	return ConnLimits{MaxMessageBytes: l.MaxWSMessageBytes, MaxQueue: l.MaxNotificationQueue, IdleTimeout: l.WSIdleTimeout,
 		MaxSubscriptions: l.MaxSubscriptionsPerConnection}
@@ -169,14 +161,26 @@ type queued struct {
 	// answer says the message is the answer to a client's message: its
 	// in-flight slot is given back once it is written (or dropped).
 	answer bool
+	// rest says msg is the rest of a frame that a write without waiting
+	// left (Conn.direct): it is written as it is, before anything else.
+	rest bool
 }
 
 // size is the bytes the message holds, as its budgets count them.
 func (q *queued) size() int64 { return int64(len(q.msg) + len(q.id) + len(q.tail)) }
 
-// spliceBuffers are the buffers spliced notifications are put together in
-// for their write: one per writer at a time, not one per client.
-var spliceBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+// frameBuffers are the buffers a frame written at once is put together
+// in (Conn.direct): one per goroutine sending at a time, not one per
+// client.
+var frameBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// maxDirect is the largest message written at once by the goroutine that
+// sends it (Conn.direct); a larger one goes to the writer, which writes
+// its parts where they are, without a copy.
+const maxDirect = 64 << 10
+
+// maxBatch bounds the messages the writer writes together, in one call.
+const maxBatch = 256
 
 // Conn is one WebSocket connection serving JSON-RPC. Every message to the
 // client (answers and notifications) goes through one ordered queue that
@@ -184,18 +188,22 @@ var spliceBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); ret
 // overtake the answer that gave its id (see AfterAnswer).
 type Conn struct {
 	ws     *websocket.Conn
+	sock   *socket // what ws reads from and the Conn writes to
 	limits ConnLimits
 
 	mu         sync.Mutex
 	queue      []queued
 	queueBytes int64
-	closed     bool
-	onClose    []func()
+	// locked says the first queued message is the rest of a frame partly
+	// written, for which the socket stays locked until it is written.
+	locked  bool
+	closed  bool
+	onClose []func()
 	// closeLater is the close handshake to start once the write in
 	// progress is done: a close frame cannot overtake it, and started
 	// beside it the frame would wait behind a write to a client that does
 	// not read, and be lost. closeBy is how long that write may go on
-	// for it (the Socket asks, see stalled): CloseTimeout after the
+	// for it (the socket asks, see stalled): CloseTimeout after the
 	// cut-off; zero when the server went away (GoAway).
 	closeLater func()
 	closeBy    time.Time
@@ -272,15 +280,14 @@ func (h *answerHooks) run() {
 	}
 }
 
-// NewConn wraps an accepted WebSocket connection; Serve serves it.
-func NewConn(ws *websocket.Conn, limits ConnLimits) *Conn {
+// newConn wraps a WebSocket connection Accept accepted over sock; Serve
+// serves it.
+func newConn(ws *websocket.Conn, sock *socket, limits ConnLimits) *Conn {
 	limits = limits.withDefaults()
-	c := &Conn{ws: ws, limits: limits, done: make(chan struct{}),
+	c := &Conn{ws: ws, sock: sock, limits: limits, done: make(chan struct{}),
 		slots: make(chan struct{}, limits.MaxInFlight), room: make(chan struct{}, 1)}
 	c.touch()
-	if s := limits.Socket; s != nil {
-		s.conn.Store(c)
-	}
+	sock.conn.Store(c)
 	return c
 }
 
@@ -323,13 +330,13 @@ func (c *Conn) Serve(ctx context.Context, answer func(ctx context.Context, body 
 		}
 		body, held, err := c.readMessage(rd, msgMax+1)
 		if err != nil {
-			c.refuseMessage(ctx, err)
+			c.refuseMessage(err)
 			break
 		}
 		c.touch()
 		if int64(len(body)) > msgMax {
 			c.limits.Memory.Give(held)
-			c.refuseMessage(ctx, &portico.LimitError{Limit: portico.LimitWSMessage, Max: msgMax})
+			c.refuseMessage(&portico.LimitError{Limit: portico.LimitWSMessage, Max: msgMax})
 			break
 		}
 		select {
@@ -431,15 +438,15 @@ func (r *budgetReader) Read(p []byte) (int, error) {
 // refuseMessage answers a message the connection will not serve (too
 // large, or over the memory budget) with its error and closes with the
 // matching status; a read error that is neither just ends the loop.
-func (c *Conn) refuseMessage(ctx context.Context, err error) {
+func (c *Conn) refuseMessage(err error) {
 	var limit *portico.LimitError
 	if !errors.As(err, &limit) {
 		return
 	}
 	e, _, _ := ErrorFor(err)
-	wctx, wcancel := context.WithTimeout(ctx, c.limits.WriteTimeout)
-	_ = c.ws.Write(wctx, websocket.MessageText, AppendError(nil, nil, e))
-	wcancel()
+	// Written here, not queued: the connection ends with this message.
+	bufs, _ := frames(nil, nil, []queued{{msg: AppendError(nil, nil, e)}})
+	_ = c.sock.writeFrames(&bufs, c.limits.WriteTimeout, false)
 	if limit.Limit == portico.LimitMemory {
 		c.Close(websocket.StatusTryAgainLater, ReasonBusy)
 		return
@@ -465,8 +472,15 @@ func (c *Conn) send(msg []byte) {
 		<-c.slots
 		return
 	}
+	q := queued{msg: msg, answer: true}
+	if c.direct(&q) {
+		c.mu.Unlock()
+		c.touch()
+		<-c.slots
+		return
+	}
 	c.limits.Memory.Force(int64(len(msg)))
-	c.queue = append(c.queue, queued{msg: msg, answer: true})
+	c.queue = append(c.queue, q)
 	c.queueBytes += int64(len(msg))
 	c.startWriter()
 	c.mu.Unlock()
@@ -496,6 +510,11 @@ func (c *Conn) notify(q queued) bool {
 		c.mu.Unlock()
 		return false
 	}
+	if c.direct(&q) {
+		c.mu.Unlock()
+		c.touch()
+		return true
+	}
 	slow := len(c.queue) >= c.limits.MaxQueue || c.queueBytes+n > c.limits.MaxQueueBytes
 	if !slow && !c.limits.Memory.Take(n) {
 		if slow = c.queueBytes > slowFloor; !slow {
@@ -514,11 +533,55 @@ func (c *Conn) notify(q queued) bool {
 	return true
 }
 
+// direct writes q at once, on the goroutine that sends it, when nothing
+// is queued or being written and the socket takes the whole frame without
+// waiting, and reports whether q is dealt with: a notification to a
+// client that reads costs no goroutine, no timer and no queue. When the
+// socket takes part of the frame, the rest is queued first, and the
+// socket stays locked for it (nothing may come inside a frame) until a
+// writer has written it. c.mu is held.
+func (c *Conn) direct(q *queued) bool {
+	if c.writing || !c.serving || len(c.queue) > 0 || c.sock.raw == nil || q.size() > maxDirect || !c.sock.mu.TryLock() {
+		return false
+	}
+	bp := frameBuffers.Get().(*[]byte)
+	b := appendFrameHeader((*bp)[:0], int(q.size()))
+	b = append(append(append(b, q.msg...), q.id...), q.tail...)
+	n, err := c.sock.tryWrite(b)
+	done := true
+	switch {
+	case err == nil && n == len(b):
+		c.sock.mu.Unlock()
+	case n == 0:
+		// Nothing went: the writer writes it (and meets the error, if
+		// one came, and ends the connection).
+		c.sock.mu.Unlock()
+		done = false
+	default:
+		rest := append([]byte(nil), b[n:]...)
+		c.limits.Memory.Force(int64(len(rest)))
+		c.queue = append(c.queue, queued{msg: rest, rest: true, answer: q.answer})
+		c.queueBytes += int64(len(rest))
+		c.locked = true
+		c.startWriter()
+	}
+	if cap(b) <= maxDirect+maxFrameHeader {
+		*bp = b[:0]
+		frameBuffers.Put(bp)
+	}
+	return done
+}
+
 // dropQueue lets go of every message not yet written, giving back their
-// bytes and the slots of answers. c.mu is held.
+// bytes and the slots of answers; the rest of a frame partly written
+// stays for the writer, which writes it before it ends. c.mu is held.
 func (c *Conn) dropQueue() {
+	keep := 0
+	if c.locked {
+		keep = 1
+	}
 	var n int64
-	for _, q := range c.queue {
+	for _, q := range c.queue[keep:] {
 		n += q.size()
 		if q.answer {
 			<-c.slots
@@ -527,7 +590,10 @@ func (c *Conn) dropQueue() {
 	// A message being written is not in the queue: its writer gives it
 	// back when the write is done.
 	c.limits.Memory.Give(n)
-	c.queue, c.queueBytes = nil, c.queueBytes-n
+	c.queue, c.queueBytes = c.queue[:keep:keep], c.queueBytes-n
+	if keep == 0 {
+		c.queue = nil
+	}
 }
 
 // Queued returns how many messages wait to be written.
@@ -673,50 +739,49 @@ func (c *Conn) onTick() {
 	c.tick.Reset(c.tickEvery())
 }
 
-// write writes one message within WriteTimeout (with a Socket, longer
-// for a client cut off meanwhile: see Socket).
-func (c *Conn) write(msg []byte) error {
-	s := c.limits.Socket
-	if s == nil {
-		wctx, cancel := context.WithTimeout(c.ctx, c.limits.WriteTimeout)
-		defer cancel()
-		return c.ws.Write(wctx, websocket.MessageText, msg)
+// frames appends to bufs the frames of batch, their headers put in hdrs
+// (returned for another batch): a header, then the message's parts where
+// they are (a spliced notification's shared head and tail, the client's
+// id); the rest of a frame as it is.
+func frames(bufs net.Buffers, hdrs []byte, batch []queued) (net.Buffers, []byte) {
+	if need := maxFrameHeader * len(batch); cap(hdrs) < need {
+		hdrs = make([]byte, 0, need) // never grown below: bufs point into it
 	}
-	if err := s.SetWriteDeadline(time.Now().Add(c.limits.WriteTimeout)); err != nil {
-		return err
+	for i := range batch {
+		q := &batch[i]
+		if q.rest {
+			bufs = append(bufs, q.msg)
+			continue
+		}
+		start := len(hdrs)
+		hdrs = appendFrameHeader(hdrs, int(q.size()))
+		bufs = append(bufs, hdrs[start:], q.msg)
+		if q.id != nil {
+			bufs = append(bufs, q.id, q.tail)
+		}
 	}
-	// A context that is never done: the library skips its watch. The
-	// deadline is cleared after, so that a later close frame is not
-	// refused by a deadline long past.
-	err := c.ws.Write(c.bare, websocket.MessageText, msg)
-	return errors.Join(err, s.SetWriteDeadline(time.Time{}))
+	return bufs, hdrs
 }
 
-// writeQueued writes one queued message, putting a spliced notification
-// together in a pooled buffer first.
-func (c *Conn) writeQueued(q *queued) error {
-	if q.id == nil {
-		return c.write(q.msg)
-	}
-	bp := spliceBuffers.Get().(*[]byte)
-	b := append(append(append((*bp)[:0], q.msg...), q.id...), q.tail...)
-	err := c.write(b)
-	if cap(b) <= 64<<10 {
-		*bp = b[:0]
-		spliceBuffers.Put(bp)
-	}
-	return err
-}
-
-// drain writes queued messages in order until the queue is empty, then
-// ends; startWriter starts it again for the next message. When the
-// connection ends it drops what is left and starts the close handshake
-// that waited for its write.
+// drain writes queued messages in order, those that wait together in one
+// write (up to maxBatch), until the queue is empty, then ends;
+// startWriter starts it again for the next message. When the connection
+// ends it drops what is left (after the rest of a frame partly written)
+// and starts the close handshake that waited for its write.
 func (c *Conn) drain() {
 	defer c.writers.Done()
+	var backing net.Buffers
+	var hdrs []byte
 	for {
 		c.mu.Lock()
-		if len(c.queue) == 0 || c.closed || c.ctx.Err() != nil {
+		var batch []queued
+		locked := c.locked
+		switch {
+		case locked:
+			// The rest of a frame goes first, whatever else happens: the
+			// socket is held for it.
+			batch, c.queue, c.locked = c.queue[:1:1], c.queue[1:], false
+		case len(c.queue) == 0 || c.closed || c.ctx.Err() != nil:
 			// Serve is ending, or the connection has: what is left is not
 			// sent.
 			c.dropQueue()
@@ -731,22 +796,30 @@ func (c *Conn) drain() {
 				c.Close(finish.code, finish.reason)
 			}
 			return
+		default:
+			n := min(len(c.queue), maxBatch)
+			batch, c.queue = c.queue[:n:n], c.queue[n:]
 		}
-		q := c.queue[0]
-		c.queue[0] = queued{}
-		c.queue = c.queue[1:]
 		if len(c.queue) == 0 {
 			c.queue = nil // let a burst's backing array go
 		}
 		c.mu.Unlock()
-		err := c.writeQueued(&q)
+		backing, hdrs = frames(backing[:0], hdrs[:0], batch)
+		bufs := backing // the write takes from the front of its copy
+		err := c.sock.writeFrames(&bufs, c.limits.WriteTimeout, locked)
+		clear(backing) // the messages are not held here
 		c.mu.Lock()
-		// The message is given back only now: until written it is held.
-		c.queueBytes -= q.size()
-		c.limits.Memory.Give(q.size())
-		if q.answer {
-			<-c.slots
+		// The messages are given back only now: until written they are
+		// held.
+		var n int64
+		for i := range batch {
+			n += batch[i].size()
+			if batch[i].answer {
+				<-c.slots
+			}
 		}
+		c.queueBytes -= n
+		c.limits.Memory.Give(n)
 		room := c.queueBytes < c.limits.PauseQueueBytes
 		c.mu.Unlock()
 		if room {

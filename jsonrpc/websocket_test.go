@@ -247,65 +247,44 @@ func TestServerWebSocketLimits(t *testing.T) {
 	})
 }
 
-// TestConnWriteTimeout checks both ways of bounding a write, a context per
-// message and the socket's deadline (a Socket): a client that stops
-// reading is cut off once a write stalls past WriteTimeout; and a close long after the
-// last write still reaches the client with its reason (a deadline left on
-// the socket would refuse the close frame).
+// TestConnWriteTimeout: a client that stops reading is cut off once a
+// write stalls past WriteTimeout; and a close long after the last write
+// still reaches the client with its reason (the deadline left on the
+// socket by that write would refuse the close frame).
 func TestConnWriteTimeout(t *testing.T) {
-	for _, socket := range []bool{false, true} {
-		t.Run("socket deadline "+strconv.FormatBool(socket), func(t *testing.T) {
-			const timeout = 200 * time.Millisecond
-			conns := make(chan *jsonrpc.Conn, 1)
-			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				sw := &socketWriter{ResponseWriter: w}
-				rw := w
-				if socket {
-					rw = sw
-				}
-				ws, err := websocket.Accept(rw, r, nil)
-				if err != nil {
-					return
-				}
-				limits := jsonrpc.ConnLimits{WriteTimeout: timeout, MaxQueue: 1 << 20, MaxQueueBytes: 1 << 30, Socket: sw.sock}
-				c := jsonrpc.NewConn(ws, limits)
-				conns <- c
-				c.Serve(r.Context(), func(context.Context, []byte) []byte { return nil })
-			}))
-			t.Cleanup(hs.Close)
-			url := "ws" + strings.TrimPrefix(hs.URL, "http")
+	const timeout = 200 * time.Millisecond
+	conns := make(chan *jsonrpc.Conn, 1)
+	url := socketServer(t, jsonrpc.ConnLimits{WriteTimeout: timeout, MaxQueue: 1 << 20, MaxQueueBytes: 1 << 30}, conns)
 
-			// A client that never reads: its socket fills, a write stalls.
-			_ = dial(t, url)
-			c := <-conns
-			big := []byte(`{"jsonrpc":"2.0","method":"note","params":"` + strings.Repeat("x", 1<<20) + `"}`)
-			for range 64 {
-				if !c.Notify(big) {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			select {
-			case <-c.Done():
-			case <-time.After(30 * time.Second):
-				t.Fatal("a stalled write did not end the connection")
-			}
+	// A client that never reads: its socket fills, a write stalls.
+	_ = dial(t, url)
+	c := <-conns
+	big := []byte(`{"jsonrpc":"2.0","method":"note","params":"` + strings.Repeat("x", 1<<20) + `"}`)
+	for range 64 {
+		if !c.Notify(big) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("a stalled write did not end the connection")
+	}
 
-			// A close long after the last write carries its reason.
-			cl := dial(t, url)
-			c = <-conns
-			c.Notify([]byte(`{"jsonrpc":"2.0","method":"note","params":1}`))
-			if _, _, err := cl.Read(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(3 * timeout)
-			c.Close(websocket.StatusPolicyViolation, "bye")
-			_, _, err := cl.Read(context.Background())
-			var ce websocket.CloseError
-			if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != "bye" {
-				t.Fatalf("read after the close: %v", err)
-			}
-		})
+	// A close long after the last write carries its reason.
+	cl := dial(t, url)
+	c = <-conns
+	c.Notify([]byte(`{"jsonrpc":"2.0","method":"note","params":1}`))
+	if _, _, err := cl.Read(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * timeout)
+	c.Close(websocket.StatusPolicyViolation, "bye")
+	_, _, err := cl.Read(context.Background())
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != "bye" {
+		t.Fatalf("read after the close: %v", err)
 	}
 }
 
@@ -316,11 +295,11 @@ func TestConnServeEndsWithContext(t *testing.T) {
 	defer cancel()
 	served := make(chan struct{})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, nil)
+		c, err := jsonrpc.Accept(w, r, nil, jsonrpc.ConnLimits{})
 		if err != nil {
 			return
 		}
-		jsonrpc.NewConn(ws, jsonrpc.ConnLimits{}).Serve(ctx, func(context.Context, []byte) []byte { return nil })
+		c.Serve(ctx, func(context.Context, []byte) []byte { return nil })
 		close(served)
 	}))
 	t.Cleanup(hs.Close)
