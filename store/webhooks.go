@@ -286,6 +286,63 @@ func (s *Store) lockHooks() func() {
 	return s.hookMu.Unlock
 }
 
+// OutboxWrite is one write to a webhook's outbox, by the instance Owner
+// that holds its lease: deliveries to add (Add, see Enqueue) or one
+// acknowledged (Ack, see Ack). Added and Err are what it did.
+type OutboxWrite struct {
+	Webhook, Owner string
+	// Keep is how many sent blocks and acknowledged deliveries below the
+	// newest are kept.
+	Keep  int64
+	Add   []Delivery
+	Ack   *Delivery
+	Added []Delivery
+	Err   error
+}
+
+// WriteOutbox does writes, of any webhooks, in one transaction: a
+// thousand webhooks that saw the same block write their deliveries with
+// one commit, not a thousand (SQLite has one writer). A write refused for
+// its own sake (its lease lost, its webhook deleted), which leaves
+// nothing half done, has that as its Err; any other error fails the
+// transaction, and then each write is done in a transaction of its own,
+// so that a failure is only its own write's.
+func (s *Store) WriteOutbox(ctx context.Context, ws []*OutboxWrite) {
+	defer s.lockHooks()()
+	if len(ws) > 1 && s.writeOutbox(ctx, ws) == nil {
+		return
+	}
+	for _, w := range ws {
+		if err := s.writeOutbox(ctx, []*OutboxWrite{w}); err != nil {
+			w.Added, w.Err = nil, err
+		}
+	}
+}
+
+// writeOutbox does ws in one transaction, and returns its error.
+func (s *Store) writeOutbox(ctx context.Context, ws []*OutboxWrite) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, w := range ws {
+		w.Added, w.Err = nil, nil
+		if w.Ack != nil {
+			err = s.ackTx(ctx, tx, w)
+		} else {
+			err = s.enqueueTx(ctx, tx, w)
+		}
+		switch {
+		case errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrWebhookNotFound):
+			w.Err = err
+		case err != nil:
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
 // Enqueue writes deliveries to the webhook's outbox, after those there,
 // if owner holds the lease, in one transaction; a delivery whose id is
 // there already (an event seen again after a restart) is left out. A
@@ -293,33 +350,34 @@ func (s *Store) lockHooks() func() {
 // blocks, a removed one takes it out; sent blocks more than keep below
 // the highest are forgotten.
 func (s *Store) Enqueue(ctx context.Context, id, owner string, ds []Delivery, keep int64) ([]Delivery, error) {
-	defer s.lockHooks()()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = tx.Rollback() }()
+	w := &OutboxWrite{Webhook: id, Owner: owner, Keep: keep, Add: ds}
+	s.WriteOutbox(ctx, []*OutboxWrite{w})
+	return w.Added, w.Err
+}
+
+// enqueueTx is w's Enqueue in tx.
+func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, w *OutboxWrite) error {
+	id, owner, keep := w.Webhook, w.Owner, w.Keep
 	// The lease and the last seq in one statement.
 	var got string
 	var until int64
 	var seq sql.NullInt64
-	err = tx.QueryRowContext(ctx, s.dialect.Rebind(`SELECT w.lease_owner, w.lease_until,
+	err := tx.QueryRowContext(ctx, s.dialect.Rebind(`SELECT w.lease_owner, w.lease_until,
 		(SELECT MAX(d.seq) FROM webhook_deliveries d WHERE d.webhook_id = w.id) FROM webhooks w WHERE w.id = ?`), id).Scan(&got, &until, &seq)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", ErrWebhookNotFound, id)
+		return fmt.Errorf("%w: %q", ErrWebhookNotFound, id)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if got != owner || until < s.now().UnixMilli() {
-		return nil, ErrLeaseLost
+		return ErrLeaseLost
 	}
 	next := seq.Int64 + 1
-	var added []Delivery
-	for _, d := range ds {
+	for _, d := range w.Add {
 		if d.Silent {
 			if err := s.followSilent(ctx, tx, id, d); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		}
@@ -329,7 +387,7 @@ func (s *Store) Enqueue(ctx context.Context, id, owner string, ds []Delivery, ke
 			ON CONFLICT (webhook_id, id) DO NOTHING`),
 			id, d.Seq, d.ID, d.Block.Number, d.Block.Hash, d.Block.ParentHash, boolInt(d.Removed), string(d.Body))
 		if err != nil {
-			return nil, fmt.Errorf("store: enqueue: %w", err)
+			return fmt.Errorf("store: enqueue: %w", err)
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			continue // seen before: known by its id
@@ -342,17 +400,17 @@ func (s *Store) Enqueue(ctx context.Context, id, owner string, ds []Delivery, ke
 				VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`), id, d.Block.Number, d.Block.Hash, d.Block.ParentHash)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("store: enqueue: %w", err)
+			return fmt.Errorf("store: enqueue: %w", err)
 		}
-		added = append(added, d)
+		w.Added = append(w.Added, d)
 	}
 	if next/pruneEvery != seq.Int64/pruneEvery {
 		if _, err := tx.ExecContext(ctx, s.dialect.Rebind(`DELETE FROM webhook_blocks WHERE webhook_id = ? AND number <
 			(SELECT MAX(number) FROM webhook_blocks WHERE webhook_id = ?) - ?`), id, id, keep); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return added, tx.Commit()
+	return nil
 }
 
 // followSilent adds or takes back a block followed without a delivery.
@@ -425,12 +483,14 @@ func (s *Store) Pending(ctx context.Context, id string, limit int) ([]Delivery, 
 // block, if owner holds the lease. Acknowledged deliveries are kept (so a
 // resent event is known by its id) until more than keep newer ones are.
 func (s *Store) Ack(ctx context.Context, id, owner string, d Delivery, keep int64) error {
-	defer s.lockHooks()()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
+	w := &OutboxWrite{Webhook: id, Owner: owner, Keep: keep, Ack: &d}
+	s.WriteOutbox(ctx, []*OutboxWrite{w})
+	return w.Err
+}
+
+// ackTx is w's Ack in tx.
+func (s *Store) ackTx(ctx context.Context, tx *sql.Tx, w *OutboxWrite) error {
+	id, owner, d, keep := w.Webhook, w.Owner, w.Ack, w.Keep
 	// The cursor moves only under the lease.
 	res, err := tx.ExecContext(ctx, s.dialect.Rebind(`UPDATE webhooks SET cursor_number = ?, cursor_hash = ?, delivered = delivered + 1
 		WHERE id = ? AND lease_owner = ? AND lease_until >= ?`), d.Block.Number, d.Block.Hash, id, owner, s.now().UnixMilli())
@@ -450,5 +510,5 @@ func (s *Store) Ack(ctx context.Context, id, owner string, d Delivery, keep int6
 			return fmt.Errorf("store: ack: %w", err)
 		}
 	}
-	return tx.Commit()
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 type Manager struct {
 	cfg  Config
 	poke chan struct{}
+	out  *outbox // the workers' writes to the store
 
 	mu      sync.Mutex
 	running map[string]*running
@@ -32,7 +33,7 @@ func New(cfg Config) (*Manager, error) {
 		return nil, errors.New("webhook: Store, Source, Families and Instance are required")
 	}
 	cfg.defaults()
-	return &Manager{cfg: cfg, poke: make(chan struct{}, 1), running: map[string]*running{}}, nil
+	return &Manager{cfg: cfg, poke: make(chan struct{}, 1), out: newOutbox(cfg.Store), running: map[string]*running{}}, nil
 }
 
 // Poke has the manager look at the store now (a webhook was made or
@@ -57,6 +58,8 @@ func (m *Manager) Running() int {
 func (m *Manager) Run(ctx context.Context) {
 	tick := time.NewTicker(m.cfg.LeaseFor / 3)
 	defer tick.Stop()
+	stop := make(chan struct{})
+	go m.out.run(stop)
 	for {
 		m.scan(ctx)
 		select {
@@ -67,6 +70,7 @@ func (m *Manager) Run(ctx context.Context) {
 			}
 			m.mu.Unlock()
 			m.wg.Wait()
+			close(stop) // after the workers, whose writes it does
 			return
 		case <-tick.C:
 		case <-m.poke:

@@ -179,7 +179,7 @@ func (k *worker) enqueue(ctx context.Context, ds []store.Delivery, then error) e
 	if len(ds) == 0 {
 		return then
 	}
-	added, err := k.m.cfg.Store.Enqueue(ctx, k.w.ID, k.m.cfg.Instance, ds, k.m.cfg.Keep)
+	added, err := k.m.out.write(ctx, store.OutboxWrite{Webhook: k.w.ID, Owner: k.m.cfg.Instance, Keep: k.m.cfg.Keep, Add: ds})
 	if err != nil {
 		return err
 	}
@@ -285,7 +285,8 @@ func (k *worker) post(ctx context.Context, d store.Delivery) error {
 	for {
 		err := cfg.Sender.Post(ctx, k.w.URL, k.w.Secret, d.ID, d.Body)
 		if err == nil {
-			return cfg.Store.Ack(ctx, k.w.ID, cfg.Instance, d, cfg.Keep)
+			_, err := k.m.out.write(ctx, store.OutboxWrite{Webhook: k.w.ID, Owner: cfg.Instance, Keep: cfg.Keep, Ack: &d})
+			return err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
