@@ -46,6 +46,7 @@ const (
 // headsNode is the fake node's state.
 type headsNode struct {
 	interval time.Duration
+	floor    bool // write every head to every subscriber itself (floor.go)
 
 	mu      sync.Mutex
 	blocks  map[uint64][]byte // header JSON (geth's newHeads result) by number
@@ -68,6 +69,7 @@ type headSent struct {
 type headsSub struct {
 	id  string
 	out chan []byte // notifications, written in order by the connection's writer
+	raw *floorConn  // in floor mode, the connection the node writes to itself
 }
 
 func newHeadsNode(interval time.Duration) *headsNode {
@@ -141,12 +143,13 @@ func fakeHeader(b, at uint64) *types.Header {
 // fakeHeadsNode runs the node on listen, making a head every interval,
 // and prints its address. It runs as a child process, stopped by its
 // parent's signal.
-func fakeHeadsNode(listen, interval string) error {
+func fakeHeadsNode(listen, interval string, floor bool) error {
 	d, err := time.ParseDuration(interval)
 	if err != nil || d <= 0 {
 		return fmt.Errorf("interval %q: want a positive duration", interval)
 	}
 	n := newHeadsNode(d)
+	n.floor = floor
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
@@ -183,6 +186,14 @@ func (n *headsNode) next() {
 	b := n.last.Number.Uint64() + 1
 	js := n.add(b, max(uint64(time.Now().Unix()), n.last.Time+1))
 	n.sent = append(n.sent, headSent{number: b, at: time.Now().UnixNano()})
+	if n.floor {
+		subs := make([]*headsSub, 0, len(n.subs))
+		for s := range n.subs {
+			subs = append(subs, s)
+		}
+		writeFloor(subs, js)
+		return
+	}
 	for s := range n.subs {
 		msg := make([]byte, 0, len(js)+100)
 		msg = append(msg, `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"`...)
@@ -321,6 +332,10 @@ func (n *headsNode) result(req fakeRequest) []byte {
 // serveWS serves one WebSocket: calls as over HTTP, and eth_subscribe
 // newHeads / eth_unsubscribe.
 func (n *headsNode) serveWS(w http.ResponseWriter, r *http.Request) {
+	fh := &floorHijacker{ResponseWriter: w}
+	if n.floor {
+		w = fh
+	}
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return
@@ -359,7 +374,7 @@ func (n *headsNode) serveWS(w http.ResponseWriter, r *http.Request) {
 			}
 			n.mu.Lock()
 			n.nextSub++
-			s := &headsSub{id: "0x" + word(n.nextSub, "subscription").Hex()[2:34], out: make(chan []byte, 64)}
+			s := &headsSub{id: "0x" + word(n.nextSub, "subscription").Hex()[2:34], out: make(chan []byte, 64), raw: fh.conn}
 			n.mu.Unlock()
 			out = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":"%s"}`, req.ID, s.id)
 			if err := c.Write(ctx, websocket.MessageText, out); err != nil {
@@ -371,6 +386,9 @@ func (n *headsNode) serveWS(w http.ResponseWriter, r *http.Request) {
 			n.mu.Lock()
 			n.subs[s] = struct{}{}
 			n.mu.Unlock()
+			if n.floor {
+				break
+			}
 			go func() {
 				for {
 					select {

@@ -41,6 +41,7 @@ type cli struct {
 	Heads           int           `help:"subs setup: heads measured once every client has subscribed." default:"20"`
 	HeadInterval    time.Duration `help:"subs setup: how often the fake node makes a new head." default:"500ms"`
 	DialConcurrency int           `help:"subs setup: clients connecting and subscribing at once." default:"64"`
+	Floor           bool          `help:"subs setup: after each run through Portico, the same clients subscribed to the fake node in floor mode, which writes each head to every client itself in a plain loop (floor.go): the machine's own cost, in the same run." default:"true" negatable:""`
 	// The guess setup (guess.go).
 	GuessBaseline string `help:"guess setup: another portico binary (built before the fix) measured the same way first."`
 	// The allowlist setup (allowlist.go).
@@ -59,8 +60,8 @@ var children = map[string]func(args []string) error{
 	"trivial-upstream": func(a []string) error { return trivialUpstream(a[0]) },
 	// fake-evm-node LISTEN FIXTURES
 	"fake-evm-node": func(a []string) error { return fakeEVMNode(a[0], a[1]) },
-	// fake-heads-node LISTEN INTERVAL
-	"fake-heads-node": func(a []string) error { return fakeHeadsNode(a[0], a[1]) },
+	// fake-heads-node LISTEN INTERVAL [floor]
+	"fake-heads-node": func(a []string) error { return fakeHeadsNode(a[0], a[1], len(a) > 2 && a[2] == "floor") },
 }
 
 func main() {

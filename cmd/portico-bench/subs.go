@@ -39,6 +39,10 @@ type subsRun struct {
 	dial     int           // clients connecting at once
 	settle   time.Duration // after the last client subscribed, before memory is read
 	idle     time.Duration // how long idle CPU is read, the heads paused
+	// floor subscribes the clients to the fake node itself, in floor mode
+	// (floor.go), instead of through Portico: the node is the server
+	// measured.
+	floor bool
 }
 
 // subsWarmHeads are the heads after the pause that are not measured: the
@@ -56,7 +60,8 @@ type subsResult struct {
 	// Portico's resident memory: after warm-up with one subscriber, with
 	// every client subscribed and idle, and after the measured heads.
 	rssBefore, rssIdle, rssAfter int64
-	cpu, window                  time.Duration // Portico's CPU over the measured heads, and their wall time
+	cpu, window                  time.Duration // the server's CPU over the measured heads, and their wall time
+	cpuSys                       time.Duration // the part of cpu in the kernel (system time)
 	idleCPU                      time.Duration // Portico's CPU over subsRun.idle, every client subscribed, no heads
 	idleWindow                   time.Duration
 	benchCPU                     time.Duration // this process's (the clients') CPU over the measured heads
@@ -68,10 +73,15 @@ func (r *subsResult) perSubscriber() float64 {
 	return float64(r.rssIdle-r.rssBefore) / float64(r.clients)
 }
 
-// cpuPerNotification is Portico's CPU over the measured heads per
+// cpuPerNotification is the server's CPU over the measured heads per
 // notification sent.
 func (r *subsResult) cpuPerNotification() time.Duration {
 	return r.cpu / time.Duration(r.heads*r.clients)
+}
+
+// sysPerNotification is the kernel's part of cpuPerNotification.
+func (r *subsResult) sysPerNotification() time.Duration {
+	return r.cpuSys / time.Duration(r.heads*r.clients)
 }
 
 // subsSetup runs the subs setup once per --subscribers value and prints a
@@ -88,22 +98,31 @@ func subsSetup(ctx context.Context, c *cli) error {
 	}
 	fmt.Printf("\nsubs: clients subscribed to newHeads through Portico (metering on, one key), a head every %s, %d heads measured after %d warm ones; file limit %d\n\n",
 		c.HeadInterval, c.Heads, subsWarmHeads, rlim.Cur)
-	fmt.Println("| subscribers | connect | delay p50 | delay p99 | last client p50 | last client p99 | direct p50 | direct p99 | missed | RSS before | RSS idle | RSS per subscriber | Portico CPU per notification per subscriber | Portico CPU idle |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| server | subscribers | connect | delay p50 | delay p99 | last client p50 | last client p99 | direct p50 | direct p99 | missed | RSS before | RSS idle | RSS per subscriber | CPU per notification per subscriber (kernel's part) | CPU idle |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	var notes []string
 	for _, n := range c.Subscribers {
-		r, err := runSubs(ctx, c, subsRun{clients: n, heads: c.Heads, interval: c.HeadInterval, dial: c.DialConcurrency,
-			settle: 2 * time.Second, idle: 3 * time.Second})
-		if err != nil {
-			return fmt.Errorf("%d subscribers: %w", n, err)
+		for _, floor := range []bool{false, true} {
+			if floor && !c.Floor {
+				continue
+			}
+			server := "Portico"
+			if floor {
+				server = "floor"
+			}
+			r, err := runSubs(ctx, c, subsRun{clients: n, heads: c.Heads, interval: c.HeadInterval, dial: c.DialConcurrency,
+				settle: 2 * time.Second, idle: 3 * time.Second, floor: floor})
+			if err != nil {
+				return fmt.Errorf("%d subscribers (%s): %w", n, server, err)
+			}
+			fmt.Printf("| %s | %d | %.1f s | %s | %s | %s | %s | %s | %s | %d | %s | %s | %.1f KB | %.1f µs (%.1f µs) | %.0f ms/s |\n",
+				server, r.clients, r.connect.Seconds(), ms(pct(r.delays, 0.50)), ms(pct(r.delays, 0.99)), ms(pct(r.last, 0.50)), ms(pct(r.last, 0.99)),
+				ms(pct(r.direct, 0.50)), ms(pct(r.direct, 0.99)), r.missed, mib(r.rssBefore), mib(r.rssIdle), r.perSubscriber()/1000,
+				float64(r.cpuPerNotification())/1e3, float64(r.sysPerNotification())/1e3, float64(r.idleCPU.Milliseconds())/r.idleWindow.Seconds())
+			notes = append(notes, fmt.Sprintf("%s, %d subscribers: %d heads over %.1f s; the server's CPU %.2f s (%.0f%% of a core, %.1f ms per head, %.2f s in the kernel), the clients' %.2f s (%.1f ms per head); RSS after the heads %s; last client at most %s; Portico's log: %s",
+				server, r.clients, r.heads, r.window.Seconds(), r.cpu.Seconds(), 100*r.cpu.Seconds()/r.window.Seconds(), float64(r.cpu.Microseconds())/1e3/float64(r.heads),
+				r.cpuSys.Seconds(), r.benchCPU.Seconds(), float64(r.benchCPU.Microseconds())/1e3/float64(r.heads), mib(r.rssAfter), ms(pct(r.last, 1)), r.log))
 		}
-		fmt.Printf("| %d | %.1f s | %s | %s | %s | %s | %s | %s | %d | %s | %s | %.1f KB | %.1f µs | %.0f ms/s |\n",
-			r.clients, r.connect.Seconds(), ms(pct(r.delays, 0.50)), ms(pct(r.delays, 0.99)), ms(pct(r.last, 0.50)), ms(pct(r.last, 0.99)),
-			ms(pct(r.direct, 0.50)), ms(pct(r.direct, 0.99)), r.missed, mib(r.rssBefore), mib(r.rssIdle), r.perSubscriber()/1000,
-			float64(r.cpuPerNotification())/1e3, float64(r.idleCPU.Milliseconds())/r.idleWindow.Seconds())
-		notes = append(notes, fmt.Sprintf("%d subscribers: %d heads over %.1f s; Portico's CPU %.2f s (%.0f%% of a core, %.1f ms per head), the clients' %.2f s (%.1f ms per head); RSS after the heads %s; last client at most %s; Portico's log in %s",
-			r.clients, r.heads, r.window.Seconds(), r.cpu.Seconds(), 100*r.cpu.Seconds()/r.window.Seconds(), float64(r.cpu.Microseconds())/1e3/float64(r.heads),
-			r.benchCPU.Seconds(), float64(r.benchCPU.Microseconds())/1e3/float64(r.heads), mib(r.rssAfter), ms(pct(r.last, 1)), r.log))
 	}
 	fmt.Println()
 	for _, n := range notes {
@@ -114,35 +133,42 @@ func subsSetup(ctx context.Context, c *cli) error {
 
 // runSubs runs the setup once with its own node and Portico.
 func runSubs(ctx context.Context, c *cli, r subsRun) (*subsResult, error) {
-	node, err := startChild(ctx, "fake-heads-node", "127.0.0.1:0", r.interval.String())
+	mode := "geth"
+	if r.floor {
+		mode = "floor"
+	}
+	node, err := startChild(ctx, "fake-heads-node", "127.0.0.1:0", r.interval.String(), mode)
 	if err != nil {
 		return nil, err
 	}
 	defer node.stop()
 	nodeHTTP, nodeWS := "http://"+node.addr, "ws://"+node.addr+"/"
-	// Portico's log goes to a file: with thousands of clients a warning
-	// per connection would flood the terminal.
-	logFile, err := os.CreateTemp("", "portico-bench-subs-*.log")
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
-	limit := r.clients + 1024
-	gw, err := startPorticoWith(ctx, c, porticoOptions{
-		stderr: logFile,
-		pprof:  c.Pprof,
-		extra: []string{fmt.Sprintf("limits: {max_connections: %d, max_connections_per_ip: 0, max_ws_connections: %d, max_ws_connections_per_key: 0, max_subscriptions_per_key: %d}",
-			limit, limit, limit)},
-		networks: []string{fmt.Sprintf(`{name: evm, family: evm, chain_id: "0x1", upstreams: [{name: fake, url: %q, ws_url: %q}]}`, nodeHTTP, nodeWS)},
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer gw.stop()
-	pid := gw.cmd.Process.Pid
-	gwWS, host, err := porticoWS(gw.urls["evm"])
-	if err != nil {
-		return nil, err
+	// The server measured, and the URL its clients subscribe at.
+	pid, gwWS, host, logName := node.cmd.Process.Pid, nodeWS, "", "(none: no Portico in the floor run)"
+	if !r.floor {
+		// Portico's log goes to a file: with thousands of clients a
+		// warning per connection would flood the terminal.
+		logFile, err := os.CreateTemp("", "portico-bench-subs-*.log")
+		if err != nil {
+			return nil, err
+		}
+		defer logFile.Close()
+		limit := r.clients + 1024
+		gw, err := startPorticoWith(ctx, c, porticoOptions{
+			stderr: logFile,
+			pprof:  c.Pprof,
+			extra: []string{fmt.Sprintf("limits: {max_connections: %d, max_connections_per_ip: 0, max_ws_connections: %d, max_ws_connections_per_key: 0, max_subscriptions_per_key: %d}",
+				limit, limit, limit)},
+			networks: []string{fmt.Sprintf(`{name: evm, family: evm, chain_id: "0x1", upstreams: [{name: fake, url: %q, ws_url: %q}]}`, nodeHTTP, nodeWS)},
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer gw.stop()
+		pid, logName = gw.cmd.Process.Pid, logFile.Name()
+		if gwWS, host, err = porticoWS(gw.urls["evm"]); err != nil {
+			return nil, err
+		}
 	}
 
 	// Every client reads from the moment it has subscribed (it answers
@@ -215,7 +241,7 @@ func runSubs(ctx context.Context, c *cli, r subsRun) (*subsResult, error) {
 		return nil, err
 	}
 	time.Sleep(200 * time.Millisecond)
-	res := &subsResult{clients: r.clients, heads: r.heads, log: logFile.Name()}
+	res := &subsResult{clients: r.clients, heads: r.heads, log: logName}
 	if res.rssBefore, err = rss(pid); err != nil {
 		return nil, err
 	}
@@ -273,15 +299,15 @@ func runSubs(ctx context.Context, c *cli, r subsRun) (*subsResult, error) {
 	}
 	deadline = time.Now().Add(time.Duration(total)*r.interval + 30*time.Second)
 	receipts.wait(subsWarmHeads-1, deadline)
-	cpuA, errA := cpuTime(pid)
+	userA, sysA, errA := cpuTimes(pid)
 	selfA, windowA := selfCPU(), time.Now()
 	receipts.wait(total-1, deadline)
-	cpuB, errB := cpuTime(pid)
+	userB, sysB, errB := cpuTimes(pid)
 	res.benchCPU, res.window = selfCPU()-selfA, time.Since(windowA)
 	if err := errors.Join(errA, errB); err != nil {
 		return nil, err
 	}
-	res.cpu = cpuB - cpuA
+	res.cpu, res.cpuSys = userB+sysB-userA-sysA, sysB-sysA
 	if res.rssAfter, err = rss(pid); err != nil {
 		return nil, err
 	}
@@ -508,23 +534,29 @@ const userHZ = 100
 
 // cpuTime is a process's user and system CPU time so far, all threads.
 func cpuTime(pid int) (time.Duration, error) {
+	user, sys, err := cpuTimes(pid)
+	return user + sys, err
+}
+
+// cpuTimes is a process's user and system CPU time so far, apart.
+func cpuTimes(pid int) (user, sys time.Duration, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// The command name, in parentheses, may hold spaces; fields count
 	// from after it: state is field 3, utime 14, stime 15.
 	_, rest, ok := bytes.Cut(b, []byte(") "))
 	f := strings.Fields(string(rest))
 	if !ok || len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %.100s", pid, b)
+		return 0, 0, fmt.Errorf("/proc/%d/stat: %.100s", pid, b)
 	}
 	ut, err1 := strconv.ParseInt(f[11], 10, 64)
 	st, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return time.Duration(ut+st) * time.Second / userHZ, nil
+	return time.Duration(ut) * time.Second / userHZ, time.Duration(st) * time.Second / userHZ, nil
 }
 
 // selfCPU is this process's user and system CPU time so far.
