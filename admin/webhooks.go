@@ -42,6 +42,9 @@ type WebhookJSON struct {
 	// Cursor is the block of the last acknowledged delivery.
 	Cursor    *CursorJSON `json:"cursor,omitempty"`
 	Delivered int64       `json:"delivered"`
+	// Pending counts the deliveries written and not acknowledged yet:
+	// what a receiver that is slow or down has to catch up.
+	Pending int64 `json:"pending"`
 	// Instance is the instance delivering the webhook (its lease), if
 	// any.
 	Instance  string    `json:"instance,omitempty"`
@@ -56,7 +59,7 @@ type CursorJSON struct {
 
 func webhookJSON(w store.Webhook) WebhookJSON {
 	j := WebhookJSON{ID: w.ID, Key: w.KeyName, Network: w.Network, Event: w.Event, URL: w.URL, State: w.State,
-		PausedReason: w.PausedReason, Delivered: w.Delivered, Instance: w.LeaseOwner, CreatedAt: w.CreatedAt}
+		PausedReason: w.PausedReason, Delivered: w.Delivered, Pending: w.Pending, Instance: w.LeaseOwner, CreatedAt: w.CreatedAt}
 	if w.Filter != "" {
 		j.Filter = json.RawMessage(w.Filter)
 	}

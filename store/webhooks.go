@@ -70,8 +70,9 @@ type Webhook struct {
 	// Cursor is the block of the last acknowledged delivery; Hash is ""
 	// before the first.
 	Cursor BlockRef
-	// Delivered counts the acknowledged deliveries.
-	Delivered int64
+	// Delivered counts the acknowledged deliveries; Pending the outbox's
+	// entries not acknowledged yet.
+	Delivered, Pending int64
 	// LeaseOwner is the instance that delivers the webhook, until
 	// LeaseUntil; "" when none does.
 	LeaseOwner string
@@ -94,13 +95,14 @@ type Delivery struct {
 }
 
 const webhookColumns = `w.id, w.key_id, k.name, w.network, w.event, w.filter, w.url, w.secret, w.state, w.paused_reason,
-	w.cursor_number, w.cursor_hash, w.delivered, w.lease_owner, w.lease_until, w.created_at`
+	w.cursor_number, w.cursor_hash, w.delivered, w.lease_owner, w.lease_until, w.created_at,
+	(SELECT COUNT(*) FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.acked = 0)`
 
 func scanWebhook(row interface{ Scan(...any) error }) (Webhook, error) {
 	var w Webhook
 	var created, until int64
 	err := row.Scan(&w.ID, &w.KeyID, &w.KeyName, &w.Network, &w.Event, &w.Filter, &w.URL, &w.Secret, &w.State, &w.PausedReason,
-		&w.Cursor.Number, &w.Cursor.Hash, &w.Delivered, &w.LeaseOwner, &until, &created)
+		&w.Cursor.Number, &w.Cursor.Hash, &w.Delivered, &w.LeaseOwner, &until, &created, &w.Pending)
 	w.CreatedAt = time.UnixMilli(created).UTC()
 	if w.LeaseOwner != "" {
 		w.LeaseUntil = time.UnixMilli(until).UTC()
@@ -321,11 +323,12 @@ func (s *Store) WriteOutbox(ctx context.Context, ws []*OutboxWrite) {
 
 // writeOutbox does ws in one transaction, and returns its error.
 func (s *Store) writeOutbox(ctx context.Context, ws []*OutboxWrite) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	sqlTx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer func() { _ = sqlTx.Rollback() }()
+	tx := &batchTx{Tx: sqlTx, s: s, stmts: map[string]*sql.Stmt{}}
 	for _, w := range ws {
 		w.Added, w.Err = nil, nil
 		if w.Ack != nil {
@@ -343,6 +346,54 @@ func (s *Store) writeOutbox(ctx context.Context, ws []*OutboxWrite) error {
 	return tx.Commit()
 }
 
+// batchTx is a transaction that prepares each of its statements once, for
+// the many writes of a batch (parsing them again took a tenth of the CPU
+// of 1,000 webhooks' deliveries, docs/benchmarks.md, issue 38).
+type batchTx struct {
+	*sql.Tx
+	s     *Store
+	stmts map[string]*sql.Stmt // by query, as written (before Rebind)
+}
+
+// stmt prepares query in the transaction, once.
+func (tx *batchTx) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := tx.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := tx.PrepareContext(ctx, tx.s.dialect.Rebind(query))
+	if err != nil {
+		return nil, err
+	}
+	tx.stmts[query] = st
+	return st, nil
+}
+
+func (tx *batchTx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := tx.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+// queryRow is QueryRowContext of the prepared query; its errors come with
+// Scan.
+func (tx *batchTx) queryRow(ctx context.Context, query string, args ...any) rowScanner {
+	st, err := tx.stmt(ctx, query)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// rowScanner is a row to scan.
+type rowScanner interface{ Scan(...any) error }
+
+// errRow is a row whose query could not be prepared.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
 // Enqueue writes deliveries to the webhook's outbox, after those there,
 // if owner holds the lease, in one transaction; a delivery whose id is
 // there already (an event seen again after a restart) is left out. A
@@ -356,14 +407,14 @@ func (s *Store) Enqueue(ctx context.Context, id, owner string, ds []Delivery, ke
 }
 
 // enqueueTx is w's Enqueue in tx.
-func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, w *OutboxWrite) error {
+func (s *Store) enqueueTx(ctx context.Context, tx *batchTx, w *OutboxWrite) error {
 	id, owner, keep := w.Webhook, w.Owner, w.Keep
 	// The lease and the last seq in one statement.
 	var got string
 	var until int64
 	var seq sql.NullInt64
-	err := tx.QueryRowContext(ctx, s.dialect.Rebind(`SELECT w.lease_owner, w.lease_until,
-		(SELECT MAX(d.seq) FROM webhook_deliveries d WHERE d.webhook_id = w.id) FROM webhooks w WHERE w.id = ?`), id).Scan(&got, &until, &seq)
+	err := tx.queryRow(ctx, `SELECT w.lease_owner, w.lease_until,
+		(SELECT MAX(d.seq) FROM webhook_deliveries d WHERE d.webhook_id = w.id) FROM webhooks w WHERE w.id = ?`, id).Scan(&got, &until, &seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: %q", ErrWebhookNotFound, id)
 	}
@@ -382,9 +433,9 @@ func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, w *OutboxWrite) error
 			continue
 		}
 		d.Seq = next
-		res, err := tx.ExecContext(ctx, s.dialect.Rebind(`INSERT INTO webhook_deliveries
+		res, err := tx.exec(ctx, `INSERT INTO webhook_deliveries
 			(webhook_id, seq, id, block_number, block_hash, parent_hash, removed, body, acked) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)
-			ON CONFLICT (webhook_id, id) DO NOTHING`),
+			ON CONFLICT (webhook_id, id) DO NOTHING`,
 			id, d.Seq, d.ID, d.Block.Number, d.Block.Hash, d.Block.ParentHash, boolInt(d.Removed), string(d.Body))
 		if err != nil {
 			return fmt.Errorf("store: enqueue: %w", err)
@@ -394,10 +445,10 @@ func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, w *OutboxWrite) error
 		}
 		next++
 		if d.Removed {
-			_, err = tx.ExecContext(ctx, s.dialect.Rebind(`DELETE FROM webhook_blocks WHERE webhook_id = ? AND hash = ?`), id, d.Block.Hash)
+			_, err = tx.exec(ctx, `DELETE FROM webhook_blocks WHERE webhook_id = ? AND hash = ?`, id, d.Block.Hash)
 		} else {
-			_, err = tx.ExecContext(ctx, s.dialect.Rebind(`INSERT INTO webhook_blocks (webhook_id, number, hash, parent_hash)
-				VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`), id, d.Block.Number, d.Block.Hash, d.Block.ParentHash)
+			_, err = tx.exec(ctx, `INSERT INTO webhook_blocks (webhook_id, number, hash, parent_hash)
+				VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, id, d.Block.Number, d.Block.Hash, d.Block.ParentHash)
 		}
 		if err != nil {
 			return fmt.Errorf("store: enqueue: %w", err)
@@ -405,8 +456,8 @@ func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, w *OutboxWrite) error
 		w.Added = append(w.Added, d)
 	}
 	if next/pruneEvery != seq.Int64/pruneEvery {
-		if _, err := tx.ExecContext(ctx, s.dialect.Rebind(`DELETE FROM webhook_blocks WHERE webhook_id = ? AND number <
-			(SELECT MAX(number) FROM webhook_blocks WHERE webhook_id = ?) - ?`), id, id, keep); err != nil {
+		if _, err := tx.exec(ctx, `DELETE FROM webhook_blocks WHERE webhook_id = ? AND number <
+			(SELECT MAX(number) FROM webhook_blocks WHERE webhook_id = ?) - ?`, id, id, keep); err != nil {
 			return err
 		}
 	}
@@ -414,13 +465,13 @@ func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, w *OutboxWrite) error
 }
 
 // followSilent adds or takes back a block followed without a delivery.
-func (s *Store) followSilent(ctx context.Context, tx *sql.Tx, id string, d Delivery) error {
+func (s *Store) followSilent(ctx context.Context, tx *batchTx, id string, d Delivery) error {
 	var err error
 	if d.Removed {
-		_, err = tx.ExecContext(ctx, s.dialect.Rebind(`DELETE FROM webhook_blocks WHERE webhook_id = ? AND hash = ?`), id, d.Block.Hash)
+		_, err = tx.exec(ctx, `DELETE FROM webhook_blocks WHERE webhook_id = ? AND hash = ?`, id, d.Block.Hash)
 	} else {
-		_, err = tx.ExecContext(ctx, s.dialect.Rebind(`INSERT INTO webhook_blocks (webhook_id, number, hash, parent_hash, silent)
-			VALUES (?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`), id, d.Block.Number, d.Block.Hash, d.Block.ParentHash)
+		_, err = tx.exec(ctx, `INSERT INTO webhook_blocks (webhook_id, number, hash, parent_hash, silent)
+			VALUES (?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`, id, d.Block.Number, d.Block.Hash, d.Block.ParentHash)
 	}
 	if err != nil {
 		return fmt.Errorf("store: enqueue: %w", err)
@@ -489,23 +540,23 @@ func (s *Store) Ack(ctx context.Context, id, owner string, d Delivery, keep int6
 }
 
 // ackTx is w's Ack in tx.
-func (s *Store) ackTx(ctx context.Context, tx *sql.Tx, w *OutboxWrite) error {
+func (s *Store) ackTx(ctx context.Context, tx *batchTx, w *OutboxWrite) error {
 	id, owner, d, keep := w.Webhook, w.Owner, w.Ack, w.Keep
 	// The cursor moves only under the lease.
-	res, err := tx.ExecContext(ctx, s.dialect.Rebind(`UPDATE webhooks SET cursor_number = ?, cursor_hash = ?, delivered = delivered + 1
-		WHERE id = ? AND lease_owner = ? AND lease_until >= ?`), d.Block.Number, d.Block.Hash, id, owner, s.now().UnixMilli())
+	res, err := tx.exec(ctx, `UPDATE webhooks SET cursor_number = ?, cursor_hash = ?, delivered = delivered + 1
+		WHERE id = ? AND lease_owner = ? AND lease_until >= ?`, d.Block.Number, d.Block.Hash, id, owner, s.now().UnixMilli())
 	if err != nil {
 		return fmt.Errorf("store: ack: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return ErrLeaseLost
 	}
-	if _, err := tx.ExecContext(ctx, s.dialect.Rebind(`UPDATE webhook_deliveries SET acked = 1, body = '' WHERE webhook_id = ? AND seq = ?`),
+	if _, err := tx.exec(ctx, `UPDATE webhook_deliveries SET acked = 1, body = '' WHERE webhook_id = ? AND seq = ?`,
 		id, d.Seq); err != nil {
 		return fmt.Errorf("store: ack: %w", err)
 	}
 	if d.Seq%pruneEvery == 0 {
-		if _, err := tx.ExecContext(ctx, s.dialect.Rebind(`DELETE FROM webhook_deliveries WHERE webhook_id = ? AND acked = 1 AND seq < ?`),
+		if _, err := tx.exec(ctx, `DELETE FROM webhook_deliveries WHERE webhook_id = ? AND acked = 1 AND seq < ?`,
 			id, d.Seq-keep); err != nil {
 			return fmt.Errorf("store: ack: %w", err)
 		}

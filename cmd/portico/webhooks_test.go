@@ -31,6 +31,8 @@ type receiver struct {
 	secret string
 	// failPercent of deliveries fail their first attempt.
 	failPercent int
+	// down fails every attempt while set.
+	down bool
 
 	mu       sync.Mutex
 	seen     map[string]bool // delivery ids accepted
@@ -58,6 +60,10 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.tried[id]++
+	if r.down {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
 	sum := sha256.Sum256([]byte(id))
 	if r.tried[id] == 1 && int(sum[0])%100 < r.failPercent {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -296,6 +302,79 @@ func TestWebhookNewHeads(t *testing.T) {
 }
 
 func bigOf(n uint64) *big.Int { return new(big.Int).SetUint64(n) }
+
+// TestWebhookReceiverDown: while its receiver is down, a webhook's new
+// deliveries outgrow what its worker hands over in memory (32), and the
+// worker goes back to reading its outbox; once the receiver is up, it
+// gets every block, in parent order, each once.
+func TestWebhookReceiverDown(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	node := startAnvil(t, ctx)
+	cfg := config.DefaultConfig()
+	cfg.Keys = []config.Key{{Name: "hooks", Key: "hooks0123456789abcdef0123456789ab", DailyCredits: 1e12}}
+	cfg.Admin.Token = "admin-token-0123456789abcdef"
+	cfg.Webhooks.AllowPrivateURLs = true
+	cfg.Networks = []config.Network{{Name: "anvil", Family: "evm", PollInterval: 100 * time.Millisecond,
+		Upstreams: []config.Upstream{{URL: node.URL(), WSURL: node.WSURL()}}}}
+	s := start(t, cfg)
+	direct, err := ethclient.DialContext(ctx, node.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	raw, err := rpc.DialContext(ctx, node.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	rec := newReceiver(t, "receiver-secret-0123456789", 0)
+	var made struct{ ID string }
+	if st := adminCall(t, "http://"+s.m.Shared, cfg.Admin.Token, "POST", "/admin/v1/keys/hooks/webhooks",
+		map[string]any{"network": "anvil", "event": "newHeads", "url": rec.srv.URL, "secret": rec.secret}, &made); st != http.StatusCreated {
+		t.Fatalf("create: %d", st)
+	}
+	start, err := direct.BlockNumber(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.waitFor(t, "a first delivery", time.Minute, func(got []webhook.Payload) bool {
+		if len(got) == 0 {
+			_ = raw.CallContext(ctx, nil, "evm_mine")
+		}
+		return len(got) > 0
+	})
+	rec.mu.Lock()
+	rec.down = true
+	rec.mu.Unlock()
+	for range 48 {
+		if err := raw.CallContext(ctx, nil, "evm_mine"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // heads one by one, not skipped
+	}
+	top, err := direct.HeaderByNumber(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The webhook's outbox holds the blocks the receiver has not taken.
+	for deadline := time.Now().Add(time.Minute); ; {
+		var list []struct{ Pending int64 }
+		adminCall(t, "http://"+s.m.Shared, cfg.Admin.Token, "GET", "/admin/v1/keys/hooks/webhooks", nil, &list)
+		if len(list) == 1 && list[0].Pending >= 40 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the outbox did not fill while the receiver was down: %+v", list)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	rec.mu.Lock()
+	rec.down = false
+	rec.mu.Unlock()
+	got := rec.waitFor(t, "the head", 2*time.Minute, func(got []webhook.Payload) bool { return hasBlock(got, top.Hash().Hex()) })
+	checkChain(t, ctx, direct, got, start+1, nil)
+}
 
 // TestKeysWebhooksCLI: portico keys webhooks add, list, resume and
 // delete on a data directory's store; bad input names the field.

@@ -137,7 +137,7 @@ func (m *Manager) start(ctx context.Context, w store.Webhook) {
 	go func() {
 		defer m.wg.Done()
 		defer close(r.done)
-		k := &worker{m: m, w: w, fam: fam, wake: make(chan struct{}, 1)}
+		k := &worker{m: m, w: w, fam: fam, wake: make(chan struct{}, 1), fromStore: true}
 		err := k.run(wctx)
 		m.cfg.Logger.Debug("webhook: worker stopped", "webhook", w.ID, "err", err)
 		m.mu.Lock()

@@ -50,10 +50,12 @@ type SenderConfig struct {
 	Resolver *net.Resolver
 }
 
-// Sender posts deliveries. Every attempt resolves the URL's host again
-// and checks the address actually dialled (a net.Dialer Control hook), so
-// a name that resolves to a public address when the webhook is made and
-// to a private one later is refused; redirects are not followed.
+// Sender posts deliveries. Every connection it dials resolves the URL's
+// host again and checks the address actually dialled (a net.Dialer
+// Control hook), so a name that resolves to a public address when the
+// webhook is made and to a private one later is refused; a delivery
+// reuses an idle connection to the same host, checked when it was
+// dialled. Redirects are not followed.
 type Sender struct {
 	client *http.Client
 }
@@ -81,9 +83,13 @@ func NewSender(cfg SenderConfig) *Sender {
 		Proxy:                 nil, // a proxy would dial for us, unchecked
 		TLSHandshakeTimeout:   cfg.Timeout,
 		ResponseHeaderTimeout: cfg.Timeout,
-		MaxIdleConnsPerHost:   2,
-		IdleConnTimeout:       90 * time.Second,
-		ForceAttemptHTTP2:     true,
+		// Many webhooks often post to one receiver: their deliveries
+		// reuse connections (each was checked when dialled) rather than
+		// dial one each (a tenth of the CPU of 1,000 webhooks to one
+		// host with 2, docs/benchmarks.md, issue 38).
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   true,
 	}
 	return &Sender{client: &http.Client{
 		Transport: tr,

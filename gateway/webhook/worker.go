@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/porticohq/portico"
@@ -16,6 +17,13 @@ import (
 
 // pendingBatch is how many outbox entries a worker holds at once.
 const pendingBatch = 16
+
+// Bounds of the deliveries a worker's stream hands its delivery in
+// memory (worker.ready); beyond them the delivery reads the outbox.
+const (
+	maxReady      = 32
+	maxReadyBytes = 64 << 10
+)
 
 // worker delivers one webhook while its manager holds the lease.
 type worker struct {
@@ -33,6 +41,22 @@ type worker struct {
 	// then takes back the blocks after it). 0 once a stream brings an
 	// event.
 	back int
+
+	// ready are the deliveries the stream wrote to the outbox that the
+	// delivery has not taken yet, in order, held against the key's
+	// memory budget: the delivery posts them without reading the store.
+	// fromStore says the outbox may hold others (at the start, and after
+	// ready overflowed its bounds or the budget): the delivery reads the
+	// outbox then, until it has read all of it. dropped counts the
+	// overflows.
+	mu         sync.Mutex
+	ready      []store.Delivery
+	readyBytes int64
+	fromStore  bool
+	dropped    int
+	// posted is the seq of the last delivery acknowledged (the delivery
+	// goroutine's own).
+	posted int64
 }
 
 // run streams events into the outbox and delivers the outbox until ctx
@@ -47,6 +71,9 @@ func (k *worker) run(ctx context.Context) error {
 	}()
 	k.stream(ctx, cancel)
 	<-done
+	k.mu.Lock()
+	k.dropReadyLocked()
+	k.mu.Unlock()
 	return context.Cause(ctx)
 }
 
@@ -184,12 +211,93 @@ func (k *worker) enqueue(ctx context.Context, ds []store.Delivery, then error) e
 		return err
 	}
 	if len(added) > 0 {
+		k.handOver(added)
 		select {
 		case k.wake <- struct{}{}:
 		default:
 		}
 	}
 	return then
+}
+
+// handOver adds deliveries written to the outbox to ready, or, beyond its
+// bounds, lets ready go and leaves the delivery to read the outbox.
+func (k *worker) handOver(added []store.Delivery) {
+	var n int64
+	for _, d := range added {
+		n += int64(len(d.Body))
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.fromStore {
+		return // the delivery reads them from the outbox
+	}
+	if len(k.ready)+len(added) > maxReady || k.readyBytes+n > maxReadyBytes ||
+		k.m.cfg.Source.KeyMemory(k.w.KeyName).TakeErr(n) != nil {
+		k.dropReadyLocked()
+		k.fromStore = true
+		k.dropped++
+		return
+	}
+	k.ready = append(k.ready, added...)
+	k.readyBytes += n
+}
+
+// dropReadyLocked lets go of ready and gives its bytes back. k.mu is held.
+func (k *worker) dropReadyLocked() {
+	k.m.cfg.Source.KeyMemory(k.w.KeyName).Give(k.readyBytes)
+	k.ready, k.readyBytes = nil, 0
+}
+
+// next returns the next deliveries to post, in order: those ready, or,
+// while the outbox may hold others, up to pendingBatch read from it. A
+// read that finds fewer has read all the outbox held: the deliveries
+// written after it are ready, and those ready that it found too (or
+// that were posted already) are dropped from ready.
+func (k *worker) next(ctx context.Context) ([]store.Delivery, error) {
+	k.mu.Lock()
+	if !k.fromStore {
+		n := min(len(k.ready), pendingBatch)
+		out := append([]store.Delivery(nil), k.ready[:n]...)
+		var bytes int64
+		for _, d := range out {
+			bytes += int64(len(d.Body))
+		}
+		k.ready = append(k.ready[:0], k.ready[n:]...)
+		k.readyBytes -= bytes
+		k.m.cfg.Source.KeyMemory(k.w.KeyName).Give(bytes)
+		k.mu.Unlock()
+		return out, nil
+	}
+	dropped := k.dropped
+	k.mu.Unlock()
+	pending, err := k.m.cfg.Store.Pending(ctx, k.w.ID, pendingBatch)
+	if err != nil || len(pending) == pendingBatch {
+		return pending, err
+	}
+	seen := k.posted
+	if n := len(pending); n > 0 {
+		seen = max(seen, pending[n-1].Seq)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.dropped != dropped {
+		return pending, nil // ready overflowed meanwhile: read again
+	}
+	var bytes int64
+	keep := k.ready[:0]
+	for _, d := range k.ready {
+		if d.Seq > seen {
+			keep = append(keep, d)
+		} else {
+			bytes += int64(len(d.Body))
+		}
+	}
+	k.ready = keep
+	k.readyBytes -= bytes
+	k.m.cfg.Source.KeyMemory(k.w.KeyName).Give(bytes)
+	k.fromStore = false
+	return pending, nil
 }
 
 // follow places block ev on the sent chain: the blocks it replaces (at
@@ -226,7 +334,7 @@ func (k *worker) deliver(ctx context.Context) error {
 	tick := time.NewTicker(cfg.LeaseFor)
 	defer tick.Stop()
 	for {
-		pending, err := cfg.Store.Pending(ctx, k.w.ID, pendingBatch)
+		pending, err := k.next(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -261,6 +369,12 @@ func (k *worker) postAll(ctx context.Context, pending []store.Delivery) error {
 	}
 	mem := k.m.cfg.Source.KeyMemory(k.w.KeyName)
 	if err := mem.TakeErr(held); err != nil {
+		// pending is let go: the next read is the outbox's.
+		k.mu.Lock()
+		k.dropReadyLocked()
+		k.fromStore = true
+		k.dropped++
+		k.mu.Unlock()
 		k.m.cfg.Logger.Warn("webhook: waiting for memory", "webhook", k.w.ID, "err", err)
 		if !sleep(ctx, jitter(k.m.cfg.MinBackoff)) {
 			return ctx.Err()
@@ -286,6 +400,9 @@ func (k *worker) post(ctx context.Context, d store.Delivery) error {
 		err := cfg.Sender.Post(ctx, k.w.URL, k.w.Secret, d.ID, d.Body)
 		if err == nil {
 			_, err := k.m.out.write(ctx, store.OutboxWrite{Webhook: k.w.ID, Owner: cfg.Instance, Keep: cfg.Keep, Ack: &d})
+			if err == nil {
+				k.posted = d.Seq
+			}
 			return err
 		}
 		if ctx.Err() != nil {
