@@ -5,9 +5,12 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"encoding/json"
 
 	"github.com/coder/websocket"
 
@@ -96,5 +99,45 @@ func TestCloseFrameReachesStalledClient(t *testing.T) {
 				t.Fatalf("the client ended with %v, want close 1008 %q", err, tc.reason)
 			}
 		})
+	}
+}
+
+// TestFramesWholeAcrossFullSocket: notifications sent faster than a
+// client reads fill its socket; one is then written in part at once by
+// the sender and the rest by the writer, before anything else. When the
+// client reads, every message arrives whole and in order, those written
+// at once, in part, and queued, spliced and not.
+func TestFramesWholeAcrossFullSocket(t *testing.T) {
+	conns := make(chan *jsonrpc.Conn, 1)
+	url := socketServer(t, jsonrpc.ConnLimits{WriteTimeout: time.Minute, MaxQueue: 1 << 20, MaxQueueBytes: 1 << 30}, conns)
+	cl := dial(t, url)
+	c := <-conns
+	const n = 3000
+	pad := strings.Repeat("x", 10_007) // frames that end anywhere in the socket's buffer
+	for i := range n {
+		head := []byte(`{"jsonrpc":"2.0","method":"note","params":{"subscription":`)
+		tail := []byte(`,"result":"` + pad + `"}}`)
+		if i%2 == 0 {
+			c.NotifySpliced(head, []byte(strconv.Itoa(i)), tail)
+		} else if !c.Notify(append(append(head, strconv.Itoa(i)...), tail...)) {
+			t.Fatalf("notification %d refused", i)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range n {
+		_, msg, err := cl.Read(ctx)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		var got struct {
+			Params struct {
+				Subscription int
+				Result       string
+			}
+		}
+		if err := json.Unmarshal(msg, &got); err != nil || got.Params.Subscription != i || got.Params.Result != pad {
+			t.Fatalf("message %d: %.80s... (%d bytes: %v)", i, msg, len(msg), err)
+		}
 	}
 }

@@ -183,9 +183,11 @@ const maxDirect = 64 << 10
 const maxBatch = 256
 
 // Conn is one WebSocket connection serving JSON-RPC. Every message to the
-// client (answers and notifications) goes through one ordered queue that
-// a single writer drains, so a subscription's first notification can never
-// overtake the answer that gave its id (see AfterAnswer).
+// client (answers and notifications) goes out in the order it was sent:
+// written at once by its sender when nothing waits and the socket has
+// room (direct), else through one ordered queue that a single writer
+// drains, so a subscription's first notification can never overtake the
+// answer that gave its id (see AfterAnswer).
 type Conn struct {
 	ws     *websocket.Conn
 	sock   *socket // what ws reads from and the Conn writes to
