@@ -102,6 +102,16 @@ func (s *socket) writeLocked(bufs *net.Buffers) error {
 // stays in bufs. s.mu is held.
 func (s *socket) writeOnce(bufs *net.Buffers) error {
 	if s.raw == nil {
+		// One write, not one per part, when it is small: a pipe (the
+		// gateway's streams in the process) hands each write over on its
+		// own.
+		if n := buffersLen(*bufs); len(*bufs) > 1 && n <= maxDirect {
+			joined := make([]byte, 0, n)
+			for _, b := range *bufs {
+				joined = append(joined, b...)
+			}
+			*bufs = append((*bufs)[:0], joined)
+		}
 		_, err := bufs.WriteTo(s.Conn)
 		return err
 	}
@@ -126,6 +136,15 @@ func (s *socket) writeOnce(bufs *net.Buffers) error {
 
 // maxIovecs is the most buffers one writev takes (IOV_MAX on Linux).
 const maxIovecs = 1024
+
+// buffersLen is the bytes bufs holds.
+func buffersLen(bufs net.Buffers) int {
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	return n
+}
 
 // consume drops the first n bytes of bufs.
 func consume(bufs *net.Buffers, n int) {
