@@ -2,7 +2,6 @@ package metering
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -27,10 +26,8 @@ import (
 // what they hold: an instance takes credits in blocks and spends them in
 // process (lease.go), so most calls make no round trip at all.
 //
-// Scripts from concurrent calls are sent together: one goroutine takes
-// whatever scripts are waiting and sends them as one pipeline, so a busy
-// gateway pays one round trip and two system calls per batch instead of
-// per call. Each script is still atomic on its own.
+// Scripts from concurrent calls are sent together (pipeline): one round
+// trip per batch, not per call.
 type Redis struct {
 	rdb     redis.UniversalClient
 	prefix  string
@@ -38,25 +35,9 @@ type Redis struct {
 	limiter *redis_rate.Limiter
 	leases  *leases // nil: exact mode, one script per charge
 
-	reqs      chan *scriptReq
-	stop      chan struct{}
-	startOnce sync.Once
-	stopOnce  sync.Once
-	done      chan struct{}
+	pipe      *pipeline
+	closeOnce sync.Once
 }
-
-// scriptReq is one script run waiting for the pipeline.
-type scriptReq struct {
-	script *redis.Script
-	keys   []string
-	args   []any
-	res    []int64
-	err    error
-	done   chan struct{}
-}
-
-// maxPipeline bounds the scripts sent in one pipeline.
-const maxPipeline = 256
 
 // spendTTL keeps a day's entry past its end, for calls that straddle
 // midnight and for refunds that arrive late.
@@ -84,99 +65,33 @@ return redis.call('DECRBY', KEYS[1], ARGV[1])
 // NewRedis returns a counter on rdb, with every key under prefix.
 func NewRedis(rdb redis.UniversalClient, prefix string, seed Seeder) *Redis {
 	return &Redis{rdb: rdb, prefix: prefix, seed: seed, limiter: redis_rate.NewLimiter(rdb),
-		reqs: make(chan *scriptReq, maxPipeline), stop: make(chan struct{}), done: make(chan struct{})}
+		pipe: newPipeline(rdb, scriptTimeout, 0, reserveScript, leaseScript)}
 }
 
 // Ping checks that Redis answers, for readiness checks.
 func (r *Redis) Ping(ctx context.Context) error { return r.rdb.Ping(ctx).Err() }
 
-// Close gives back what this instance holds in leases, then stops the
-// pipelining goroutine. Reserves after Close fail.
+// Close gives back what this instance holds in leases, then sends what is
+// queued and stops the pipeline's goroutine. Reserves after Close fail.
 func (r *Redis) Close() error {
 	var err error
-	r.stopOnce.Do(func() {
+	r.closeOnce.Do(func() {
 		if r.leases != nil {
 			err = r.leases.close()
 		}
-		close(r.stop)
-		r.startOnce.Do(func() { close(r.done) }) // never started
-		<-r.done
+		r.pipe.close()
 	})
 	return err
 }
 
-// pipeline sends waiting scripts in batches until Close.
-func (r *Redis) pipeline() {
-	defer close(r.done)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	_ = reserveScript.Load(ctx, r.rdb).Err() // else the first batch loads it
-	_ = leaseScript.Load(ctx, r.rdb).Err()
-	cancel()
-	batch := make([]*scriptReq, 0, maxPipeline)
-	for {
-		select {
-		case <-r.stop:
-			return
-		case q := <-r.reqs:
-			batch = append(batch[:0], q)
-		}
-	fill:
-		for len(batch) < maxPipeline {
-			select {
-			case q := <-r.reqs:
-				batch = append(batch, q)
-			default:
-				break fill
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		pipe := r.rdb.Pipeline()
-		cmds := make([]*redis.Cmd, len(batch))
-		for i, q := range batch {
-			cmds[i] = q.script.EvalSha(ctx, pipe, q.keys, q.args...)
-		}
-		_, _ = pipe.Exec(ctx) // errors are per command
-		cancel()
-		for i, q := range batch {
-			q.res, q.err = cmds[i].Int64Slice()
-			close(q.done)
-		}
-	}
-}
+// scriptTimeout bounds one round trip of the counter's scripts.
+const scriptTimeout = 10 * time.Second
 
 // run runs script on keys (all in one slot), pipelined with concurrent
 // ones.
 func (r *Redis) run(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
-	r.startOnce.Do(func() { go r.pipeline() })
-	q := &scriptReq{script: script, keys: keys, args: args, done: make(chan struct{})}
-	select {
-	case r.reqs <- q:
-	case <-r.stop:
-		return nil, errClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	// Wait for the answer even if ctx ends: the script may have charged.
-	select {
-	case <-q.done:
-	case <-r.done:
-		select {
-		case <-q.done:
-		default:
-			return nil, errClosed
-		}
-	}
-	if q.err != nil && redis.HasErrorPrefix(q.err, "NOSCRIPT") {
-		// The server (or this shard) lost its script cache: send it once
-		// in full.
-		return script.Run(ctx, r.rdb, keys, args...).Int64Slice()
-	}
-	return q.res, q.err
+	return r.pipe.run(ctx, script, keys, args...)
 }
-
-// errClosed answers what is asked of Redis after Close (the counter's
-// or the shared bounds').
-var errClosed = errors.New("metering: redis closed")
 
 // spendKey is the key's entry for day. The hash tag {k:<id>} puts every
 // entry of one API key in one Cluster slot; other parts of Portico that

@@ -66,14 +66,9 @@ type SharedBounds struct {
 	// until they are released.
 	held map[string]map[string]struct{}
 
-	ops       chan *boundOp
-	stop      chan struct{}
-	done      chan struct{}
-	startOnce sync.Once
-	stopOnce  sync.Once
-	// trips counts round trips to Redis and sent the operations they
-	// carried, for Stats.
-	trips, sent atomic.Int64
+	// pipe carries every operation to Redis, and renews the held
+	// tokens every lease/3 (renew).
+	pipe *pipeline
 }
 
 // SharedBoundsConfig configures SharedBounds.
@@ -169,11 +164,12 @@ func NewSharedBounds(rdb redis.UniversalClient, cfg SharedBoundsConfig) *SharedB
 	var r [8]byte
 	_, _ = rand.Read(r[:])
 	b := &SharedBounds{rdb: rdb, prefix: cfg.Prefix, lease: cfg.Lease, refuse: cfg.Refuse, log: cfg.Logger,
-		instance: hex.EncodeToString(r[:]), held: map[string]map[string]struct{}{},
-		ops: make(chan *boundOp, maxPipeline), stop: make(chan struct{}), done: make(chan struct{})}
+		instance: hex.EncodeToString(r[:]), held: map[string]map[string]struct{}{}}
 	if b.lease <= 0 {
 		b.lease = DefaultLease
 	}
+	b.pipe = newPipeline(rdb, opTimeout, releaseDelay, admitScript, holdScript, renewScript)
+	b.pipe.tick, b.pipe.tickEvery = b.renew, b.lease/3
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -183,11 +179,7 @@ func NewSharedBounds(rdb redis.UniversalClient, cfg SharedBoundsConfig) *SharedB
 // Close stops renewing this instance's tokens and sends what is queued.
 // Tokens still held then run out within the lease.
 func (b *SharedBounds) Close() error {
-	b.stopOnce.Do(func() {
-		close(b.stop)
-		b.startOnce.Do(func() { close(b.done) }) // never started
-		<-b.done
-	})
+	b.pipe.close()
 	return nil
 }
 
@@ -199,7 +191,7 @@ type BoundsStats struct {
 
 // Stats returns the round trips made so far.
 func (b *SharedBounds) Stats() BoundsStats {
-	return BoundsStats{RoundTrips: b.trips.Load(), Operations: b.sent.Load()}
+	return BoundsStats{RoundTrips: b.pipe.trips.Load(), Operations: b.pipe.sent.Load()}
 }
 
 // keyOf is the Redis key of an API key's part: its hash tag keeps every
@@ -360,166 +352,28 @@ func (b *SharedBounds) holding(set string, members ...string) func() {
 			for i, m := range members {
 				args[i] = m
 			}
-			b.send(&boundOp{do: func(ctx context.Context, p redis.Pipeliner) redis.Cmder {
+			b.pipe.send(&pipeOp{do: func(ctx context.Context, p redis.Pipeliner) redis.Cmder {
 				return p.ZRem(ctx, set, args...)
 			}})
 		})
 	}
 }
 
-// boundOp is one operation for the pipeline. done is nil when nobody
-// waits for it (a release, a renewal).
-type boundOp struct {
-	do   func(ctx context.Context, p redis.Pipeliner) redis.Cmder
-	cmd  redis.Cmder
-	done chan struct{}
-}
-
-// run runs script through the pipeline and waits for its answer.
+// run runs script through the pipeline and waits for its answer, whatever
+// the caller's context: an error here says Redis failed (failed).
 func (b *SharedBounds) run(script *redis.Script, keys []string, args ...any) ([]int64, error) {
-	op := &boundOp{done: make(chan struct{}), do: func(ctx context.Context, p redis.Pipeliner) redis.Cmder {
-		return script.EvalSha(ctx, p, keys, args...)
-	}}
-	if !b.send(op) {
-		return nil, errClosed
-	}
-	select {
-	case <-op.done:
-	case <-b.done:
-		select {
-		case <-op.done:
-		default:
-			return nil, errClosed
-		}
-	}
-	res, err := op.cmd.(*redis.Cmd).Int64Slice()
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		// The server lost its scripts (a restart): send this one in full.
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		defer cancel()
-		res, err = script.Run(ctx, b.rdb, keys, args...).Int64Slice()
-	}
+	res, err := b.pipe.run(context.Background(), script, keys, args...)
 	if err == nil && len(res) == 0 {
 		err = errors.New("metering: shared bounds: empty answer")
 	}
 	return res, err
 }
 
-// send queues op for the pipeline; false after Close.
-func (b *SharedBounds) send(op *boundOp) bool {
-	b.startOnce.Do(func() { go b.pipeline() })
-	select {
-	case b.ops <- op:
-		return true
-	case <-b.stop:
-		return false
-	}
-}
-
-// pipeline sends queued operations in batches, one round trip each, and
-// renews the leases of held tokens every lease/3, until Close.
-func (b *SharedBounds) pipeline() {
-	defer close(b.done)
-	renew := time.NewTicker(b.lease / 3)
-	defer renew.Stop()
-	batch := make([]*boundOp, 0, maxPipeline)
-	for {
-		batch = batch[:0]
-		select {
-		case <-b.stop:
-			b.drain(batch)
-			return
-		case <-renew.C:
-			b.renew()
-			continue
-		case op := <-b.ops:
-			batch = append(batch, op)
-		}
-		batch = b.fill(batch)
-		b.exec(batch)
-	}
-}
-
-// fill adds the operations waiting to batch. A batch nobody waits for
-// waits up to releaseDelay for one somebody does, to share its trip.
-func (b *SharedBounds) fill(batch []*boundOp) []*boundOp {
-	waited := batch[0].done != nil
-	var timer <-chan time.Time
-	for len(batch) < maxPipeline {
-		select {
-		case op := <-b.ops:
-			batch = append(batch, op)
-			waited = waited || op.done != nil
-			continue
-		default:
-		}
-		if waited {
-			return batch
-		}
-		if timer == nil {
-			timer = time.After(releaseDelay)
-		}
-		select {
-		case op := <-b.ops:
-			batch = append(batch, op)
-			waited = op.done != nil
-		case <-timer:
-			return batch
-		case <-b.stop:
-			return batch
-		}
-	}
-	return batch
-}
-
-// drain sends what is queued at Close.
-func (b *SharedBounds) drain(batch []*boundOp) {
-	for {
-		select {
-		case op := <-b.ops:
-			batch = append(batch, op)
-			continue
-		default:
-		}
-		break
-	}
-	if len(batch) > 0 {
-		b.exec(batch)
-	}
-}
-
-// exec sends batch as one pipeline and answers those who wait.
-func (b *SharedBounds) exec(batch []*boundOp) {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	p := b.rdb.Pipeline()
-	for _, op := range batch {
-		op.cmd = op.do(ctx, p)
-	}
-	_, _ = p.Exec(ctx) // errors are per command
-	b.trips.Add(1)
-	b.sent.Add(int64(len(batch)))
-	lost := false
-	for _, op := range batch {
-		if err := op.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			lost = true
-		}
-		if op.done != nil {
-			close(op.done)
-		}
-	}
-	if lost {
-		for _, s := range []*redis.Script{admitScript, holdScript, renewScript} {
-			_ = s.Load(ctx, b.rdb).Err()
-		}
-	}
-}
-
 // renew moves the leases of every token this instance holds on, one
 // script per sorted set, in one round trip.
 func (b *SharedBounds) renew() {
 	b.mu.Lock()
-	var ops []*boundOp
+	var ops []*pipeOp
 	for set, h := range b.held {
 		if len(h) == 0 {
 			delete(b.held, set)
@@ -530,14 +384,14 @@ func (b *SharedBounds) renew() {
 		for m := range h {
 			args = append(args, m)
 		}
-		ops = append(ops, &boundOp{do: func(ctx context.Context, p redis.Pipeliner) redis.Cmder {
+		ops = append(ops, &pipeOp{do: func(ctx context.Context, p redis.Pipeliner) redis.Cmder {
 			return renewScript.EvalSha(ctx, p, []string{set}, args...)
 		}})
 	}
 	b.mu.Unlock()
 	for len(ops) > 0 {
 		n := min(len(ops), maxPipeline)
-		b.exec(ops[:n])
+		b.pipe.exec(ops[:n])
 		ops = ops[n:]
 	}
 }
