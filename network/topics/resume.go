@@ -17,8 +17,12 @@ import (
 // client joins its live topic first, whose notifications for it are held;
 // its backfill (plan.go) is sent in order; then the held notifications
 // follow, less those about blocks the backfill already told of, and the
-// client is live: no gap and no duplicate at the seam. Each notification
-// of the backfill is charged like a live one.
+// client is live: no gap and no duplicate at the seam. The backfill reads
+// the chain as the view has it, which may be ahead of the topic's own
+// stream (a node's notifications that lag its answers): until the live
+// stream tells of a block the backfill did not, its notifications about
+// blocks the backfill told of are dropped too. Each notification of the
+// backfill is charged like a live one.
 
 // resumer is a resumed client's state at the seam.
 type resumer struct {
@@ -27,6 +31,9 @@ type resumer struct {
 	held []heldNote
 	lost bool // more live notifications came than maxHeld: the client is cut off
 	plan resumePlan
+	// told are the blocks the backfill told of (blockKey), once the
+	// client is live, until the live stream tells of another.
+	told map[string]bool
 }
 
 // maxHeld bounds the live notifications held for a client while its
@@ -57,8 +64,9 @@ func (r *resumer) hold(method string, result jsontext.Value) bool {
 }
 
 // take returns the notifications held so far; with none left it makes the
-// client live. lost reports that too many came to hold.
-func (r *resumer) take() (held []heldNote, lost bool) {
+// client live, told being the blocks the backfill told of. lost reports
+// that too many came to hold.
+func (r *resumer) take(told map[string]bool) (held []heldNote, lost bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.lost {
@@ -67,9 +75,25 @@ func (r *resumer) take() (held []heldNote, lost bool) {
 	held = r.held
 	r.held = nil
 	if len(held) == 0 {
-		r.live = true
+		r.live, r.told = true, told
 	}
 	return held, false
+}
+
+// toldOf reports whether a live notification is about a block the backfill
+// told of (key, from blockKey; ok false when the notification names
+// none), which is dropped; the first about another ends the check.
+func (r *resumer) toldOf(key func() (string, bool)) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.told == nil {
+		return false
+	}
+	if k, ok := key(); ok && r.told[k] {
+		return true
+	}
+	r.told = nil
+	return false
 }
 
 // roomFloor is how many messages a connection may have queued before a
@@ -154,7 +178,7 @@ func (t *topic) backfill(c *clientSub) {
 		}
 	}
 	for {
-		held, lost := c.resume.take()
+		held, lost := c.resume.take(sent)
 		if lost {
 			t.refuse(c, ErrLost)
 			return

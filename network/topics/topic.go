@@ -155,14 +155,21 @@ func (t *topic) open(ctx context.Context) error {
 func (t *topic) subscribe(ctx context.Context, avoid string) error {
 	req := upstream.SubRequest{Method: t.rule.Method, Params: t.sp.Send, Unsubscribe: t.rule.Unsubscribe,
 		Notifications: append([]string{t.rule.Notification}, t.rule.Also...), IDMember: t.subs.IDMember, Avoid: avoid}
-	var node string
+	// The node is known once Subscribe returns, and notifications may
+	// come before: those are not credited to a node (heads.go).
+	var from atomic.Pointer[string]
 	notify := func(method string, result jsontext.Value) {
-		t.push(topicEvent{method: method, result: result, node: node})
+		ev := topicEvent{method: method, result: result}
+		if n := from.Load(); n != nil {
+			ev.node = *n
+		}
+		t.push(ev)
 	}
 	cancel, node, err := t.n.up.Subscribe(ctx, req, notify, t.ended)
 	if err != nil {
 		return err
 	}
+	from.Store(&node)
 	t.n.log.Debug("upstream subscription", "network", t.n.name, "method", t.rule.Method, "kind", t.sp.Kind, "upstream", node)
 	t.mu.Lock()
 	if t.closed {
@@ -367,9 +374,18 @@ const fanOutShare = 1024
 func (t *topic) sendTo(clients []*clientSub, method string, result jsontext.Value, prefix, suffix []byte) int {
 	cost := t.cost()
 	sent := 0
+	var key string
+	var keyed, hasKey bool
+	blockKeyOf := func() (string, bool) { // once for every client
+		if !keyed {
+			b, removed, ok := t.blockOf(result)
+			key, hasKey, keyed = blockKey(b, removed), ok, true
+		}
+		return key, hasKey
+	}
 	for _, c := range clients {
-		if c.resume != nil && c.resume.hold(method, result) {
-			continue // sent after its backfill (resume.go)
+		if c.resume != nil && (c.resume.hold(method, result) || c.resume.toldOf(blockKeyOf)) {
+			continue // sent after its backfill, or by it (resume.go)
 		}
 		if err := t.hub.pay(c, cost); err != nil {
 			t.refuse(c, err)

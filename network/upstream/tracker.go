@@ -370,11 +370,13 @@ func (p *Pool) OnHeads(f func(portico.Heads)) (stop func()) {
 	defer p.mu.Unlock()
 	p.nextListener++
 	id := p.nextListener
-	p.onHeads = append(p.onHeads, headListener{id, f})
+	// A new slice each time: updateHeads calls the listeners of a copy
+	// of the slice header, outside the lock.
+	p.onHeads = append(slices.Clip(p.onHeads), headListener{id, f})
 	return func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.onHeads = slices.DeleteFunc(p.onHeads, func(l headListener) bool { return l.id == id })
+		p.onHeads = slices.DeleteFunc(slices.Clone(p.onHeads), func(l headListener) bool { return l.id == id })
 	}
 }
 
