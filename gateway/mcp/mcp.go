@@ -164,8 +164,25 @@ func New(b Backend, o Options) *Server {
 		}
 		return &auth.TokenInfo{UserID: id.Name, Extra: map[string]any{identityExtra: id}}, nil
 	}
-	s.handler = fasthttpadaptor.NewFastHTTPHandler(auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h))
+	guarded := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	s.handler = fasthttpadaptor.NewFastHTTPHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		guarded.ServeHTTP(w, r.WithContext(detach(r.Context())))
+	}))
 	return s
+}
+
+// detach is the context the SDK gets with a request: the identity alone,
+// not the request's fasthttp context. The SDK keeps a session's first
+// request context for the session's life, past the request, and fasthttp
+// reuses a request's context for the next request once it is answered:
+// the session's tool calls read it while another request's reset wrote
+// it (a data race the race detector found).
+func detach(ctx context.Context) context.Context {
+	out := context.Background()
+	if id, ok := ctx.Value(identityKey{}).(apikey.Identity); ok {
+		out = context.WithValue(out, identityKey{}, id)
+	}
+	return out
 }
 
 // identityExtra is the TokenInfo.Extra entry holding the identity.
