@@ -377,7 +377,14 @@ func TestLaggingNodeHoldsTheView(t *testing.T) {
 // machine, which makes heads slower, only makes it longer.
 func TestSlowSubscriber(t *testing.T) {
 	const head = 64 << 10
-	chain := newFakeChain(t, 5*time.Millisecond, head) // 64 KB heads, up to 13 MB/s
+	every, total := 5*time.Millisecond, int64(64<<20) // 64 KB heads, up to 13 MB/s, 64 MB
+	if raceDetector {
+		// The race detector slows the process several times: at 13 MB/s
+		// the topic itself falls behind its queue's bound, and every
+		// client is cut off (before this test's subject changed too).
+		every, total = 40*time.Millisecond, 16<<20
+	}
+	chain := newFakeChain(t, every, head)
 	n := newFakeWSNode(t, chain)
 	_, url := subsEnv(t, func(l *gateway.Limits) { l.MaxNotificationQueue = 16 }, n)
 	slow := subscribeHeads(t, url)
@@ -409,10 +416,11 @@ func TestSlowSubscriber(t *testing.T) {
 			}
 		}
 	}
-	// The slow client reads nothing while 64 MB of heads go out to the
-	// reading one: far more than socket buffers and a queue of 16 hold.
-	// Then it finds what reached its socket, and the close.
-	waitHeads(64 << 20 / head)
+	// The slow client reads nothing while 64 MB of heads (16 under the
+	// race detector) go out to the reading one: far more than socket
+	// buffers and a queue of 16 hold. Then it finds what reached its
+	// socket, and the close.
+	waitHeads(total / head)
 	var err error
 	for err == nil {
 		_, _, err = slow.Read(ctx)
