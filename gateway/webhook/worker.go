@@ -221,7 +221,8 @@ func (k *worker) enqueue(ctx context.Context, ds []store.Delivery, then error) e
 }
 
 // handOver adds deliveries written to the outbox to ready, or, beyond its
-// bounds, lets ready go and leaves the delivery to read the outbox.
+// bounds, lets ready go and leaves the delivery to read the outbox (until
+// a read finds all of it: what was written after that read is ready).
 func (k *worker) handOver(added []store.Delivery) {
 	var n int64
 	for _, d := range added {
@@ -229,9 +230,8 @@ func (k *worker) handOver(added []store.Delivery) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.fromStore {
-		return // the delivery reads them from the outbox
-	}
+	// Kept while the delivery reads the outbox too: what is written
+	// after its last read is here (next drops what it read).
 	if len(k.ready)+len(added) > maxReady || k.readyBytes+n > maxReadyBytes ||
 		k.m.cfg.Source.KeyMemory(k.w.KeyName).TakeErr(n) != nil {
 		k.dropReadyLocked()
