@@ -57,6 +57,8 @@ type worker struct {
 	// posted is the seq of the last delivery acknowledged (the delivery
 	// goroutine's own).
 	posted int64
+	// readOutbox reads the outbox (tests: nil is the store's Pending).
+	readOutbox func(ctx context.Context) ([]store.Delivery, error)
 }
 
 // run streams events into the outbox and delivers the outbox until ctx
@@ -271,7 +273,13 @@ func (k *worker) next(ctx context.Context) ([]store.Delivery, error) {
 	}
 	dropped := k.dropped
 	k.mu.Unlock()
-	pending, err := k.m.cfg.Store.Pending(ctx, k.w.ID, pendingBatch)
+	read := k.readOutbox
+	if read == nil {
+		read = func(ctx context.Context) ([]store.Delivery, error) {
+			return k.m.cfg.Store.Pending(ctx, k.w.ID, pendingBatch)
+		}
+	}
+	pending, err := read(ctx)
 	if err != nil || len(pending) == pendingBatch {
 		return pending, err
 	}
