@@ -22,6 +22,7 @@ import (
 	"github.com/porticohq/portico/config"
 	"github.com/porticohq/portico/families/evm/evmtx"
 	"github.com/porticohq/portico/gateway/webhook"
+	"github.com/porticohq/portico/internal/anvil"
 )
 
 // receiver is a webhook receiver that fails a share of first attempts
@@ -191,26 +192,8 @@ func checkChain(t *testing.T, ctx context.Context, direct *ethclient.Client, got
 func TestWebhookNewHeads(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	node := startAnvil(t, ctx)
-	cfg := config.DefaultConfig()
-	cfg.Keys = []config.Key{{Name: "hooks", Key: "hooks0123456789abcdef0123456789ab", DailyCredits: 1e12}}
-	cfg.Admin.Token = "admin-token-0123456789abcdef"
-	cfg.Webhooks.AllowPrivateURLs = true
-	cfg.Networks = []config.Network{{Name: "anvil", Family: "evm", PollInterval: 100 * time.Millisecond,
-		Upstreams: []config.Upstream{{URL: node.URL(), WSURL: node.WSURL()}}}}
-	s := start(t, cfg)
-	base := "http://" + s.m.Shared
-
-	direct, err := ethclient.DialContext(ctx, node.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer direct.Close()
-	raw, err := rpc.DialContext(ctx, node.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	r := newHookRig(t, ctx)
+	base, direct, raw := r.base, r.direct, r.raw
 
 	rec := newReceiver(t, "receiver-secret-0123456789", 30)
 	// Bad input names the field and stores nothing.
@@ -225,12 +208,12 @@ func TestWebhookNewHeads(t *testing.T) {
 		{map[string]any{"network": "anvil", "event": "address", "filter": map[string]any{"address": "0x12"}, "url": rec.srv.URL, "secret": rec.secret}, "filter"},
 	} {
 		var e struct{ Error string }
-		if st := adminCall(t, base, cfg.Admin.Token, "POST", "/admin/v1/keys/hooks/webhooks", c.req, &e); st != http.StatusBadRequest || !strings.Contains(e.Error, c.field) {
+		if st := adminCall(t, base, hookAdminToken, "POST", "/admin/v1/keys/hooks/webhooks", c.req, &e); st != http.StatusBadRequest || !strings.Contains(e.Error, c.field) {
 			t.Errorf("%v: %d %q, want 400 naming %s", c.req, st, e.Error, c.field)
 		}
 	}
 	var made struct{ ID string }
-	if st := adminCall(t, base, cfg.Admin.Token, "POST", "/admin/v1/keys/hooks/webhooks",
+	if st := adminCall(t, base, hookAdminToken, "POST", "/admin/v1/keys/hooks/webhooks",
 		map[string]any{"network": "anvil", "event": "newHeads", "url": rec.srv.URL, "secret": rec.secret}, &made); st != http.StatusCreated || made.ID == "" {
 		t.Fatalf("create: %d %+v", st, made)
 	}
@@ -289,31 +272,36 @@ func TestWebhookNewHeads(t *testing.T) {
 		Delivered int64
 		Cursor    *struct{ Number int64 }
 	}
-	if st := adminCall(t, base, cfg.Admin.Token, "GET", "/admin/v1/keys/hooks/webhooks", nil, &list); st != 200 || len(list) != 1 ||
+	if st := adminCall(t, base, hookAdminToken, "GET", "/admin/v1/keys/hooks/webhooks", nil, &list); st != 200 || len(list) != 1 ||
 		list[0].State != "active" || list[0].Delivered < int64(len(got)) || list[0].Cursor == nil {
 		t.Fatalf("list: %d %+v", st, list)
 	}
-	if st := adminCall(t, base, cfg.Admin.Token, "DELETE", "/admin/v1/keys/hooks/webhooks/"+made.ID, nil, nil); st != 200 {
+	if st := adminCall(t, base, hookAdminToken, "DELETE", "/admin/v1/keys/hooks/webhooks/"+made.ID, nil, nil); st != 200 {
 		t.Fatalf("delete: %d", st)
 	}
-	if st := adminCall(t, base, cfg.Admin.Token, "DELETE", "/admin/v1/keys/hooks/webhooks/"+made.ID, nil, nil); st != 404 {
+	if st := adminCall(t, base, hookAdminToken, "DELETE", "/admin/v1/keys/hooks/webhooks/"+made.ID, nil, nil); st != 404 {
 		t.Fatalf("delete again: %d", st)
 	}
 }
 
 func bigOf(n uint64) *big.Int { return new(big.Int).SetUint64(n) }
 
-// TestWebhookReceiverDown: while its receiver is down, a webhook's new
-// deliveries outgrow what its worker hands over in memory (32), and the
-// worker goes back to reading its outbox; once the receiver is up, it
-// gets every block, in parent order, each once.
-func TestWebhookReceiverDown(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+// hookRig is a portico in front of anvil with the key "hooks" (hookKey),
+// the admin token hookAdminToken and webhooks allowed to private URLs;
+// base is its admin API, direct and raw reach anvil itself.
+type hookRig struct {
+	node   *anvil.Node
+	base   string
+	direct *ethclient.Client
+	raw    *rpc.Client
+}
+
+func newHookRig(t *testing.T, ctx context.Context) *hookRig {
+	t.Helper()
 	node := startAnvil(t, ctx)
 	cfg := config.DefaultConfig()
-	cfg.Keys = []config.Key{{Name: "hooks", Key: "hooks0123456789abcdef0123456789ab", DailyCredits: 1e12}}
-	cfg.Admin.Token = "admin-token-0123456789abcdef"
+	cfg.Keys = []config.Key{{Name: "hooks", Key: hookKey, DailyCredits: 1e12}}
+	cfg.Admin.Token = hookAdminToken
 	cfg.Webhooks.AllowPrivateURLs = true
 	cfg.Networks = []config.Network{{Name: "anvil", Family: "evm", PollInterval: 100 * time.Millisecond,
 		Upstreams: []config.Upstream{{URL: node.URL(), WSURL: node.WSURL()}}}}
@@ -322,15 +310,27 @@ func TestWebhookReceiverDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer direct.Close()
+	t.Cleanup(direct.Close)
 	raw, err := rpc.DialContext(ctx, node.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer raw.Close()
+	t.Cleanup(raw.Close)
+	return &hookRig{node: node, base: "http://" + s.m.Shared, direct: direct, raw: raw}
+}
+
+// TestWebhookReceiverDown: while its receiver is down, a webhook's new
+// deliveries outgrow what its worker hands over in memory (32), and the
+// worker goes back to reading its outbox; once the receiver is up, it
+// gets every block, in parent order, each once.
+func TestWebhookReceiverDown(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := newHookRig(t, ctx)
+	base, direct, raw := r.base, r.direct, r.raw
 	rec := newReceiver(t, "receiver-secret-0123456789", 0)
 	var made struct{ ID string }
-	if st := adminCall(t, "http://"+s.m.Shared, cfg.Admin.Token, "POST", "/admin/v1/keys/hooks/webhooks",
+	if st := adminCall(t, base, hookAdminToken, "POST", "/admin/v1/keys/hooks/webhooks",
 		map[string]any{"network": "anvil", "event": "newHeads", "url": rec.srv.URL, "secret": rec.secret}, &made); st != http.StatusCreated {
 		t.Fatalf("create: %d", st)
 	}
@@ -360,7 +360,7 @@ func TestWebhookReceiverDown(t *testing.T) {
 	// The webhook's outbox holds the blocks the receiver has not taken.
 	for deadline := time.Now().Add(time.Minute); ; {
 		var list []struct{ Pending int64 }
-		adminCall(t, "http://"+s.m.Shared, cfg.Admin.Token, "GET", "/admin/v1/keys/hooks/webhooks", nil, &list)
+		adminCall(t, base, hookAdminToken, "GET", "/admin/v1/keys/hooks/webhooks", nil, &list)
 		if len(list) == 1 && list[0].Pending >= 40 {
 			break
 		}
@@ -428,25 +428,8 @@ func TestKeysWebhooksCLI(t *testing.T) {
 func TestWebhookLogsAndAddress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	node := startAnvil(t, ctx)
-	cfg := config.DefaultConfig()
-	cfg.Keys = []config.Key{{Name: "hooks", Key: hookKey, DailyCredits: 1e12}}
-	cfg.Admin.Token = hookAdminToken
-	cfg.Webhooks.AllowPrivateURLs = true
-	cfg.Networks = []config.Network{{Name: "anvil", Family: "evm", PollInterval: 100 * time.Millisecond,
-		Upstreams: []config.Upstream{{URL: node.URL(), WSURL: node.WSURL()}}}}
-	s := start(t, cfg)
-	base := "http://" + s.m.Shared
-	direct, err := ethclient.DialContext(ctx, node.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer direct.Close()
-	raw, err := rpc.DialContext(ctx, node.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	r := newHookRig(t, ctx)
+	node, base, direct, raw := r.node, r.base, r.direct, r.raw
 	chainID, err := direct.ChainID(ctx)
 	if err != nil {
 		t.Fatal(err)
