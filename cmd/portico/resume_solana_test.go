@@ -86,38 +86,11 @@ func TestResumeSolana(t *testing.T) {
 			} `json:"result"`
 		} `json:"params"`
 	}
-	var early []message
-	read := func() message {
-		t.Helper()
-		if len(early) > 0 {
-			m := early[0]
-			early = early[1:]
-			return m
-		}
-		_, b, err := c.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m message
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatalf("%s: %v", b, err)
-		}
-		return m
-	}
+	ws := &rawSession[message]{t: t, ctx: ctx, c: c}
+	read := ws.read
 	ask := func(id int, method, params string) message {
 		t.Helper()
-		if err := c.Write(ctx, websocket.MessageText, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"%s","params":%s}`, id, method, params))); err != nil {
-			t.Fatal(err)
-		}
-		var held []message
-		for {
-			m := read()
-			if m.Method == "" && string(m.ID) == fmt.Sprint(id) {
-				early = append(held, early...)
-				return m
-			}
-			held = append(held, m)
-		}
+		return ws.call(id, method, params, func(m message) bool { return m.Method == "" && string(m.ID) == fmt.Sprint(id) })
 	}
 	if m := ask(1, "slotSubscribe", fmt.Sprintf(`[{"resumeFrom":%d}]`, from)); m.Error == nil || m.Error.Code != -32602 || !strings.Contains(m.Error.Message, "cannot resume") {
 		t.Fatalf("slotSubscribe with resumeFrom: %+v, want -32602 saying it cannot resume", m.Error)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
@@ -76,41 +75,15 @@ func TestResumeStarknet(t *testing.T) {
 			Result         json.RawMessage `json:"result"`
 		} `json:"params"`
 	}
-	var early []message
-	read := func() message {
-		t.Helper()
-		if len(early) > 0 {
-			m := early[0]
-			early = early[1:]
-			return m
-		}
-		_, b, err := c.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m message
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatalf("%s: %v", b, err)
-		}
-		return m
-	}
+	ws := &rawSession[message]{t: t, ctx: ctx, c: c}
+	read := ws.read
 	subscribe := func(id int, method, params string) json.RawMessage {
 		t.Helper()
-		if err := c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":`+strconv.Itoa(id)+`,"method":"`+method+`","params":`+params+`}`)); err != nil {
-			t.Fatal(err)
+		m := ws.call(id, method, params, func(m message) bool { return m.Method == "" })
+		if m.Error != nil {
+			t.Fatalf("%s: %s", method, m.Error)
 		}
-		var held []message
-		for {
-			m := read()
-			if m.Method == "" {
-				if m.Error != nil {
-					t.Fatalf("%s: %s", method, m.Error)
-				}
-				early = append(held, early...)
-				return m.Result
-			}
-			held = append(held, m)
-		}
+		return m.Result
 	}
 	heads := subscribe(1, "starknet_subscribeNewHeads", fmt.Sprintf(`{"block_id":{"block_hash":"%s"}}`, fromBlock.Hash))
 	evs := subscribe(2, "starknet_subscribeEvents", fmt.Sprintf(`{"block_id":{"block_number":%d}}`, from))

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
@@ -358,4 +361,52 @@ func TestResumeRefused(t *testing.T) {
 // ethereumQuery asks for address's logs from block from on.
 func ethereumQuery(address common.Address, from uint64) ethereum.FilterQuery {
 	return ethereum.FilterQuery{FromBlock: new(big.Int).SetUint64(from), Addresses: []common.Address{address}}
+}
+
+// rawSession reads a WebSocket's JSON-RPC messages as M, the test's own
+// shape of them; the notifications that come before an answer are read
+// again after it.
+type rawSession[M any] struct {
+	t     *testing.T
+	ctx   context.Context
+	c     *websocket.Conn
+	early []M
+}
+
+// read returns the next message.
+func (s *rawSession[M]) read() M {
+	s.t.Helper()
+	if len(s.early) > 0 {
+		m := s.early[0]
+		s.early = s.early[1:]
+		return m
+	}
+	_, b, err := s.c.Read(s.ctx)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var m M
+	if err := json.Unmarshal(b, &m); err != nil {
+		s.t.Fatalf("%s: %v", b, err)
+	}
+	return m
+}
+
+// call sends method with params (JSON) as call id and returns the message
+// answer says is its answer; the messages before it are kept for read.
+func (s *rawSession[M]) call(id int, method, params string, answer func(M) bool) M {
+	s.t.Helper()
+	msg := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"` + method + `","params":` + params + `}`
+	if err := s.c.Write(s.ctx, websocket.MessageText, []byte(msg)); err != nil {
+		s.t.Fatal(err)
+	}
+	var held []M
+	for {
+		m := s.read()
+		if answer(m) {
+			s.early = append(held, s.early...)
+			return m
+		}
+		held = append(held, m)
+	}
 }
