@@ -73,7 +73,7 @@ func Subscribe(ctx context.Context, id jsontext.Value) (*Sub, error) {
 	}
 	c.subs.list = append(c.subs.list, s)
 	c.subs.mu.Unlock()
-	c.OnClose(s.end)
+	c.OnClose(func() { s.end() })
 	if !AfterAnswer(ctx, s.activate) {
 		s.activate() // not inside a message: nothing to wait for
 	}
@@ -142,6 +142,40 @@ func (s *Sub) NotifySpliced(head, tail []byte) bool {
 	return s.Notify(append(append(append(msg, head...), s.id...), tail...))
 }
 
+// NotifyLast sends the subscription's last notification and ends it (a
+// subscription that ends itself: a signature's, a transaction's final
+// status), as Notify then End would, but ended first: a client that
+// answers the notification with an unsubscribe finds it ended (false),
+// however soon the notification reaches it. Before the id is answered it
+// waits with the others, and the subscription ends once they go out.
+func (s *Sub) NotifyLast(msg []byte) bool {
+	s.mu.Lock()
+	switch {
+	case s.ended:
+		s.mu.Unlock()
+		return false
+	case !s.active:
+		s.pending, s.endLater = append(s.pending, msg), true
+		s.mu.Unlock()
+		return true
+	}
+	s.mu.Unlock()
+	return s.end() && s.conn.Notify(msg)
+}
+
+// NotifySplicedLast is NotifyLast of head + s's id + tail, encoded once
+// for many clients as NotifySpliced is.
+func (s *Sub) NotifySplicedLast(head, tail []byte) bool {
+	s.mu.Lock()
+	if s.active && !s.ended {
+		s.mu.Unlock()
+		return s.end() && s.conn.NotifySpliced(head, s.id, tail)
+	}
+	s.mu.Unlock()
+	msg := make([]byte, 0, len(head)+len(s.id)+len(tail))
+	return s.NotifyLast(append(append(append(msg, head...), s.id...), tail...))
+}
+
 // activate releases the notifications held until the id was answered.
 func (s *Sub) activate() {
 	s.mu.Lock()
@@ -152,13 +186,13 @@ func (s *Sub) activate() {
 	pending, endLater := s.pending, s.endLater
 	s.pending, s.active = nil, true
 	s.mu.Unlock()
+	if endLater {
+		s.end() // first: see NotifyLast
+	}
 	for _, m := range pending {
 		if !s.conn.Notify(m) {
 			break
 		}
-	}
-	if endLater {
-		s.end()
 	}
 }
 
@@ -192,11 +226,12 @@ func (s *Sub) End() {
 	s.end()
 }
 
-func (s *Sub) end() {
+// end ends the subscription and reports whether this call did.
+func (s *Sub) end() bool {
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
-		return
+		return false
 	}
 	s.ended = true
 	s.pending = nil
@@ -212,6 +247,7 @@ func (s *Sub) end() {
 	for _, f := range funcs {
 		f()
 	}
+	return true
 }
 
 // Subscriptions returns how many subscriptions the connection holds.

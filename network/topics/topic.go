@@ -392,9 +392,11 @@ func (t *topic) sendTo(clients []*clientSub, method string, result jsontext.Valu
 			continue
 		}
 		sent++
-		c.sub.NotifySpliced(prefix, suffix) // one encoding for every client
+		// One encoding for every client.
 		if t.sp.Ends {
-			c.sub.End()
+			c.sub.NotifySplicedLast(prefix, suffix)
+		} else {
+			c.sub.NotifySpliced(prefix, suffix)
 		}
 	}
 	return sent

@@ -42,9 +42,10 @@ func (b batch) send() {
 func (dl *delivery) send() {
 	msg := dl.msg()
 	for _, s := range dl.subs {
-		s.Notify(msg)
 		if dl.final {
-			s.End()
+			s.NotifyLast(msg)
+		} else {
+			s.Notify(msg)
 		}
 	}
 }

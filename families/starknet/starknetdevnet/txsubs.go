@@ -33,11 +33,9 @@ type pendingTxSub struct {
 // statusSub is one subscribeTransactionStatus subscription. Its fields
 // other than sub and hash are guarded by the hub's lock.
 type statusSub struct {
-	sub       *jsonrpc.Sub
-	hash      Felt
-	block     uint64 // the transaction's block, once seen
-	activated bool   // the id has been answered
-	final     bool   // ACCEPTED_ON_L1 has been sent
+	sub   *jsonrpc.Sub
+	hash  Felt
+	block uint64 // the transaction's block, once seen
 }
 
 // rpcSubscribePendingTransactions serves
@@ -96,7 +94,6 @@ func (d *Devnet) rpcSubscribeTransactionStatus(ctx context.Context, params jsont
 		}
 		h.mu.Unlock()
 		s.OnEnd(func() { h.forget(st) })
-		afterAnswer(ctx, func() { h.activate(st) })
 		switch {
 		case final:
 			h.finish(st, statusL1)
@@ -136,31 +133,10 @@ func (h *hub) forget(st *statusSub) {
 	}
 }
 
-// activate records that the subscription's id has been answered, and ends
-// a subscription that reached its final status before that. Ending it
-// earlier would drop the final notification, which the core holds until
-// the answer.
-func (h *hub) activate(st *statusSub) {
-	h.mu.Lock()
-	st.activated = true
-	final := st.final
-	h.mu.Unlock()
-	if final {
-		st.sub.End()
-	}
-}
-
-// finish sends the final status and ends the subscription, or leaves the
-// ending to activate when the id has not been answered yet.
+// finish sends the final status and ends the subscription (after the
+// answer with its id, when that is not out yet: jsonrpc.Sub.NotifyLast).
 func (h *hub) finish(st *statusSub, status string) {
-	st.sub.Notify(notification(notifyTxStatus, st.sub.ID(), appendTxStatus(nil, &st.hash, status)))
-	h.mu.Lock()
-	st.final = true
-	activated := st.activated
-	h.mu.Unlock()
-	if activated {
-		st.sub.End()
-	}
+	st.sub.NotifyLast(notification(notifyTxStatus, st.sub.ID(), appendTxStatus(nil, &st.hash, status)))
 }
 
 // seenLocked moves the status subscriptions waiting for these transactions
